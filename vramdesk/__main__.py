@@ -1,0 +1,5 @@
+import sys
+
+from vramdesk.main import main
+
+sys.exit(main())

@@ -1,0 +1,311 @@
+"""The command line (ARCHITECTURE.md §5). It uses core + services + storage + report, never the UI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from vramdesk import __version__
+from vramdesk.core.architecture import ConfigError
+from vramdesk.core.dtypes import FormatError
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.gpu import GIB
+from vramdesk.core.result import Estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.report.json_report import estimate_to_dict
+from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
+from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
+
+#: long option -> (where it goes in the scenario, type)
+_INFERENCE_KEYS = {"engine", "attention", "batch", "input_len", "output_len", "kv_dtype", "full_prompt_logits"}
+_FINETUNE_KEYS = {
+    "method",
+    "micro_batch",
+    "seq_len",
+    "grad_accum",
+    "optimizer",
+    "precision",
+    "grad_checkpointing",
+    "lora_rank",
+    "lora_targets",
+}
+_VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
+_LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
+_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "offload"}
+_ALL_KEYS = (
+    _INFERENCE_KEYS
+    | _FINETUNE_KEYS
+    | _VLLM_KEYS
+    | _LLAMACPP_KEYS
+    | _PARALLEL_KEYS
+    | {"mode", "weights", "gpus", "gpu", "name", "model"}
+)
+
+
+class CliError(Exception):
+    pass
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _nonneg(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got '{text}'") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {v}")
+    return v
+
+
+def _add_estimate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", choices=["inference", "finetune"], default=None, help="[inference]")
+    p.add_argument("--method", choices=["full", "lora", "qlora"], default=None, help="fine-tuning method [lora]")
+    p.add_argument(
+        "--weights",
+        default=None,
+        help="storage format: auto (the checkpoint's own), fp32, bf16, fp16, fp8, fp8-block, int8, nf4, "
+        "nf4-dq, fp4, gptq-int4, gptq-int8, awq-int4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...",
+    )
+    p.add_argument("--kv-dtype", default=None, choices=["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"])
+    p.add_argument("--engine", choices=["transformers", "vllm", "llamacpp"], default=None, help="[transformers]")
+    p.add_argument("--attention", choices=["flash", "sdpa", "eager"], default=None, help="[sdpa]")
+    p.add_argument("--batch", type=_positive, default=None, help="sequences decoded together [1]")
+    p.add_argument("--input-len", type=_positive, default=None, help="prompt tokens [min(model context, 4096)]")
+    p.add_argument("--output-len", type=_nonneg, default=None, help="generated tokens [512]")
+    p.add_argument(
+        "--full-prompt-logits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="logits for every prompt position, as generate() did before transformers 4.45",
+    )
+    p.add_argument("--seq-len", type=_positive, default=None, help="training sequence length [2048]")
+    p.add_argument("--micro-batch", type=_positive, default=None)
+    p.add_argument("--grad-accum", type=_positive, default=None)
+    p.add_argument(
+        "--optimizer",
+        default=None,
+        choices=["adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion"],
+    )
+    p.add_argument("--precision", default=None, choices=["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"])
+    p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--lora-rank", type=_positive, default=None)
+    p.add_argument("--lora-targets", default=None, help="all-linear or a comma list: q,k,v,o,gate,up,down")
+    p.add_argument("--gpus", type=_positive, default=None, help="number of GPUs [1]")
+    p.add_argument("--gpu", default=None, help="GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'")
+    p.add_argument("--tp", type=_positive, default=None)
+    p.add_argument("--pp", type=_positive, default=None)
+    p.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None)
+    p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--offload", choices=["none", "optimizer", "params"], default=None)
+    p.add_argument("--gpu-memory-utilization", type=_fraction, default=None, help="vLLM [0.9]")
+    p.add_argument("--max-num-seqs", type=_positive, default=None, help="vLLM [256]")
+    p.add_argument("--max-num-batched-tokens", type=_positive, default=None, help="vLLM [8192]")
+    p.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=None, help="vLLM: no CUDA graphs")
+    p.add_argument("--n-gpu-layers", type=_nonneg, default=None, help="llama.cpp layers on the GPU [all]")
+    p.add_argument("--n-ubatch", type=_positive, default=None, help="llama.cpp physical batch [512]")
+    p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp [on]")
+    p.add_argument("--swa-full", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp full SWA cache")
+    p.add_argument("--name", default=None, help="a name for the saved scenario")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vramdesk", description="GPU memory estimates for LLM inference.")
+    parser.add_argument("--version", action="version", version=f"vramdesk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    est = sub.add_parser("estimate", help="estimate one scenario (or many with --jsonl)")
+    est.add_argument("model", nargs="?", help="catalog repo id, config.json, model folder, or scenario .json")
+    _add_estimate_options(est)
+    out = est.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    out.add_argument("--jsonl", metavar="FILE", help="many scenarios: one JSON object per line ('-' = stdin)")
+    est.add_argument("--save", metavar="S.json", help="also write the scenario file")
+    return parser
+
+
+def _options_dict(ns: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in vars(ns).items() if k in _ALL_KEYS and v is not None}
+
+
+def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
+    """Overlay long-option values on a scenario dict (the saved-file shape)."""
+    data: dict[str, Any] = json.loads(json.dumps(base))
+    mode = opts.get("mode") or data.get("workload", {}).get("kind", "inference")
+    work = data.get("workload") or {}
+    if work.get("kind", "inference") != mode:
+        work = {}
+    work["kind"] = mode
+    for key, value in opts.items():
+        if key in ("mode", "model"):
+            continue
+        if key == "weights":
+            data["weights"] = value
+        elif key == "name":
+            data["name"] = value
+        elif key == "gpu":
+            data.setdefault("hardware", {})["gpu"] = value
+        elif key == "gpus":
+            data.setdefault("hardware", {})["gpu_count"] = value
+        elif key in _PARALLEL_KEYS:
+            data.setdefault("parallelism", {})[key] = value
+        elif key in _VLLM_KEYS:
+            work.setdefault("vllm", {})[key] = value
+        elif key in _LLAMACPP_KEYS:
+            work.setdefault("llamacpp", {})[key] = value
+        elif key == "lora_targets":
+            work[key] = [t.strip() for t in str(value).split(",") if t.strip()]
+        elif key in (_INFERENCE_KEYS if mode == "inference" else _FINETUNE_KEYS):
+            work[key] = value
+        elif key in _INFERENCE_KEYS | _FINETUNE_KEYS:
+            raise CliError(f"--{key.replace('_', '-')} does not apply to --mode {mode}")
+        else:  # pragma: no cover - _ALL_KEYS is exhaustive
+            raise CliError(f"unknown option '{key}'")
+    data["workload"] = work
+    return data
+
+
+def scenario_from(model: str, opts: dict[str, Any]) -> Scenario:
+    if model.endswith(".json") and Path(model).is_file() and is_scenario_file(Path(model)):
+        base = load_scenario(Path(model)).model_dump(mode="json")
+    else:
+        base = {"model": {"id": model}}
+    data = _apply(base, opts)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        msgs = []
+        for e in err.errors():
+            loc = ".".join(str(x) for x in e["loc"] if not isinstance(x, int) or True)
+            msgs.append(f"{loc}: {e['msg']}")
+        raise CliError("invalid scenario: " + "; ".join(msgs)) from err
+
+
+def run_estimate(scenario: Scenario) -> Estimate:
+    facts = resolve_model(scenario.model.id)
+    gpu = resolve_gpu(scenario.hardware.gpu)
+    return estimate(scenario, facts, gpu)
+
+
+_ERRORS = (CliError, ResolveError, EstimateError, ConfigError, FormatError, ScenarioFileError, OSError)
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:8.2f} GiB"
+
+
+def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
+    w = scenario.workload
+    p = est.params
+    out.write(f"{est.model_id}\n")
+    out.write(f"  parameters: {p.total:,} total, {p.active:,} active")
+    if p.checkpoint_total != p.total:
+        out.write(f" (checkpoint stores {p.checkpoint_total:,})")
+    out.write("\n")
+    if w.kind == "inference":
+        out.write(
+            f"  {w.engine}, batch {w.batch}, input {w.input_len or 'default'}, output {w.output_len}, "
+            f"weights {scenario.weights}, KV {w.kv_dtype}\n"
+        )
+    out.write(f"\nAt the peak ({est.peak_phase}):\n")
+    for c in est.components:
+        out.write(f"  {c.name:<28}{_gib(c.bytes)}\n")
+    out.write(f"  {'= peak allocated':<28}{_gib(est.peak_allocated_bytes)}   (torch.cuda.max_memory_allocated)\n")
+    out.write(f"  {'= peak reserved':<28}{_gib(est.peak_reserved_bytes)}   (torch.cuda.max_memory_reserved)\n")
+    for c in est.device_overheads:
+        out.write(f"  {'+ ' + c.name:<28}{_gib(c.bytes)}\n")
+    out.write(f"  {'= on the device':<28}{_gib(est.device_bytes)}   (nvidia-smi, per GPU)\n")
+    if est.host_bytes:
+        out.write(f"  {'host memory':<28}{_gib(est.host_bytes)}\n")
+    e = est.engine
+    if e.kv_capacity_tokens is not None:
+        out.write(
+            f"\n  vLLM KV pool: {e.kv_capacity_tokens:,} tokens; up to {e.max_concurrent_sequences} sequences "
+            "of this length at once\n"
+        )
+    if est.fit:
+        out.write(f"\n{est.fit.verdict.upper()} on {est.fit.gpu}: {est.fit.message}\n")
+    for warning in est.warnings:
+        out.write(f"warning: {warning}\n")
+    for note in p.notes:
+        out.write(f"note: {note}\n")
+
+
+def _jsonl(path: str, out: TextIO) -> int:
+    fh = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    failures = 0
+    try:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    raise CliError("each line must be a JSON object")
+                unknown = sorted(set(obj) - _ALL_KEYS)
+                if unknown:
+                    raise CliError("unknown key(s): " + ", ".join(unknown))
+                model = obj.get("model")
+                if not isinstance(model, str) or not model:
+                    raise CliError('missing "model"')
+                scenario = scenario_from(model, {k: v for k, v in obj.items() if v is not None})
+                result = estimate_to_dict(run_estimate(scenario), scenario)
+            except (*_ERRORS, json.JSONDecodeError) as err:
+                failures += 1
+                result = {"error": f"line {lineno}: {err}"}
+            out.write(json.dumps(result) + "\n")
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+    return 0 if failures == 0 else 1
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
+    ns = parser.parse_args(list(argv) if argv is not None else None)
+    if ns.command is None:
+        parser.print_help(out)
+        return 0
+    try:
+        if ns.jsonl:
+            if ns.model:
+                raise CliError("give either MODEL or --jsonl FILE, not both")
+            return _jsonl(ns.jsonl, out)
+        if not ns.model:
+            raise CliError("estimate needs a MODEL (repo id, config.json, folder or scenario .json) or --jsonl FILE")
+        scenario = scenario_from(ns.model, _options_dict(ns))
+        est = run_estimate(scenario)
+        if ns.save:
+            save_scenario(scenario, Path(ns.save))
+        if ns.json:
+            out.write(json.dumps(estimate_to_dict(est, scenario), indent=2) + "\n")
+        else:
+            render_text(est, scenario, out)
+        return 0
+    except _ERRORS as err:
+        print(f"vramdesk: error: {err}", file=sys.stderr)
+        return 2

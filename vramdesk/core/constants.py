@@ -1,0 +1,58 @@
+"""Runtime constants that no config file carries, each with where it comes from.
+
+They are not fitted to the calibration set: each is a documented property of the software stack. The
+estimate lists the ones it used (``Estimate.constants``) so a user can see and question them.
+"""
+
+from __future__ import annotations
+
+from .gpu import MIB
+
+#: cuBLAS workspace PyTorch allocates through its caching allocator for the first GEMM on a stream (so it
+#: is inside ``max_memory_allocated``). PyTorch's default CUBLAS_WORKSPACE_CONFIG is ``:4096:2:16:8``
+#: (2 x 4 MiB + 8 x 16 KiB) before Hopper and ``:4096:8:16:8`` on sm90+ (c10/cuda/CUDABlasHandlePool:
+#: getChosenWorkspaceSize); cuBLASLt shares it in recent releases.
+CUBLAS_WORKSPACE_PRE_HOPPER = 2 * 4096 * 1024 + 8 * 16 * 1024
+CUBLAS_WORKSPACE_HOPPER = 8 * 4096 * 1024 + 8 * 16 * 1024
+
+#: CUDA context + the kernels of torch/cuBLAS loaded lazily (CUDA_MODULE_LOADING=LAZY, the default since
+#: CUDA 12.2): not in torch's counters, visible in nvidia-smi. Reports range 0.3-0.8 GiB per process
+#: (discuss.pytorch.org threads on the "memory floor"; shared/research/trace-oracle.md §5).
+CUDA_CONTEXT_TORCH = 500 * MIB
+
+#: vLLM "non-torch memory" at start-up on one GPU (CUDA context, cuBLAS/NCCL handles, custom all-reduce
+#: buffers are extra with TP): vLLM's own profiling log prints it; 1.2-1.8 GiB is typical for dense models
+#: with CUDA graphs captured (vllm-project/vllm PR 10511 logs; llm-d capacity planner constants).
+VLLM_NON_TORCH = 1536 * MIB
+#: extra per GPU when tensor parallel (NCCL communicators and custom all-reduce buffers)
+VLLM_NON_TORCH_TP_EXTRA = 1024 * MIB
+#: CUDA-graph capture pool (V1 captures up to 512 batch sizes, most of it shared); counted in reserved
+VLLM_CUDA_GRAPHS = 512 * MIB
+
+#: llama.cpp: CUDA context + cuBLAS handle of a ggml-cuda process
+LLAMACPP_CONTEXT = 350 * MIB
+
+#: PyTorch caching allocator: requests >= 1 MiB are rounded to 2 MiB, and blocks live in segments of at
+#: least 20 MiB (c10/cuda/CUDACachingAllocator.cpp: kRoundLarge, kLargeBuffer, kMinLargeAlloc).
+ALLOC_ROUND_LARGE = 2 * MIB
+ALLOC_SMALL_SEGMENT = 2 * MIB
+ALLOC_LARGE_SEGMENT = 20 * MIB
+
+#: bytes per (head x s^2) element of the one-layer eager-attention transient in transformers inference
+#: (bf16 scores, mask add, fp32 softmax and the bf16 cast overlap); measured by the tensor-level trace in
+#: shared/research/trace-oracle.md §3 (10.3 B).
+EAGER_SCORES_BYTES = 10.3
+
+#: default headroom of the fit verdict: what a desktop keeps for the display server and what allocator
+#: spikes need. "tight" when the estimate is within this margin.
+FIT_HEADROOM_FRACTION = 0.05
+FIT_HEADROOM_MIN = 256 * MIB
+
+SOURCES = {
+    "cuBLAS workspace": "PyTorch default CUBLAS_WORKSPACE_CONFIG (:4096:2:16:8, sm90+: :4096:8:16:8), "
+    "allocated by the caching allocator",
+    "CUDA context": "0.3-0.8 GiB per process with lazy module loading; 500 MiB used",
+    "allocator rounding": "CUDACachingAllocator: >=1 MiB requests rounded to 2 MiB; 20 MiB segments",
+    "vLLM non-torch": "vLLM start-up profiling logs (PR 10511): ~1.8 GiB at TP=1 with CUDA graphs",
+    "eager attention": "10.3 B per head x s^2 element, tensor-level trace of transformers (trace-oracle §3)",
+}

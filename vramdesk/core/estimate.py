@@ -1,0 +1,232 @@
+"""estimate(scenario, model, gpu) -> Estimate: the one entry point of the estimator core."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import constants as K
+from .architecture import Architecture, normalize
+from .dtypes import (
+    DTYPE_BYTES,
+    FormatError,
+    WeightFormat,
+    format_from_quantization_config,
+    kv_bits,
+    parse_weight_format,
+)
+from .fit import verdict
+from .gpu import GpuSpec
+from .inference import Context, EngineRun, llamacpp_run, transformers_run, vllm_run
+from .inventory import ParamCounts, Tensor, build_inventory, count_params
+from .result import Component, Estimate, GpuShare, Params, Phase
+from .scenario import InferenceWorkload, Scenario
+from .weights import WeightBytes, weight_bytes
+
+
+class EstimateError(ValueError):
+    """A scenario that cannot be estimated, with the reason in words."""
+
+
+@dataclass
+class ModelFacts:
+    """Everything about one model the estimator derives once: architecture, tensors, counts."""
+
+    model_id: str
+    arch: Architecture
+    tensors: tuple[Tensor, ...]
+    counts: ParamCounts
+    #: extra facts from the source (e.g. "the checkpoint also stores a tied lm_head")
+    notes: tuple[str, ...] = ()
+    #: exact stored parameter total when a source (safetensors headers, the catalog) knows it
+    stored_total: int | None = None
+    _cache: dict[tuple[str, frozenset[str]], WeightBytes] = field(default_factory=dict, repr=False)
+
+    def weights(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
+        key = (repr(fmt), parts)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = weight_bytes(self.tensors, fmt, parts, self.arch.n_layers)
+            self._cache[key] = hit
+        return hit
+
+
+def model_facts(
+    config: Mapping[str, Any], model_id: str = "", *, notes: tuple[str, ...] = (), stored_total: int | None = None
+) -> ModelFacts:
+    arch = normalize(config)
+    tensors = build_inventory(arch)
+    return ModelFacts(
+        model_id=model_id or arch.model_type,
+        arch=arch,
+        tensors=tensors,
+        counts=count_params(tensors),
+        notes=notes,
+        stored_total=stored_total,
+    )
+
+
+def _float_dtype(arch: Architecture) -> str:
+    return arch.dtype if arch.dtype in ("bf16", "fp16", "fp32") else "bf16"
+
+
+def resolve_format(scenario: Scenario, arch: Architecture) -> tuple[WeightFormat, bool]:
+    """The weight format and whether it is produced on load (bitsandbytes from a 16-bit checkpoint)."""
+    base = _float_dtype(arch)
+    qc = arch.quantization_config
+    if scenario.weights == "auto":
+        if qc:
+            try:
+                return format_from_quantization_config(qc, base_dtype=base if base != "fp32" else "bf16"), False
+            except FormatError as err:
+                raise EstimateError(f"{arch.model_type}: {err}") from err
+        return parse_weight_format(base), False
+    try:
+        compute = base if base in ("bf16", "fp16") else "bf16"
+        fmt = parse_weight_format(scenario.weights, base_dtype=compute)
+    except FormatError as err:
+        raise EstimateError(str(err)) from err
+    return fmt, fmt.kind in ("bnb4", "int8") and not qc
+
+
+def _compute_bytes(fmt: WeightFormat) -> int:
+    return 4 if fmt.kind == "float" and fmt.base_dtype == "fp32" else 2
+
+
+def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple[float, str]:
+    name: str = work.kv_dtype
+    if name == "auto":
+        if work.engine == "llamacpp":
+            name = "fp16"
+        else:
+            name = (
+                "fp32"
+                if _compute_bytes(fmt) == 4
+                else (fmt.base_dtype if fmt.base_dtype in ("bf16", "fp16") else "bf16")
+            )
+        label = f"KV dtype auto -> {name}"
+    else:
+        label = f"KV dtype {name}"
+    try:
+        return kv_bits(name), label
+    except FormatError as err:
+        raise EstimateError(str(err)) from err
+
+
+def _params(facts: ModelFacts, parts: frozenset[str]) -> Params:
+    c = facts.counts
+    loaded = c.text + (c.vision if "vision" in parts else 0)
+    ckpt = facts.stored_total if facts.stored_total is not None else c.checkpoint
+    notes = list(facts.notes)
+    if c.mtp:
+        notes.append(
+            f"the checkpoint also stores {c.mtp:,} parameters of {facts.arch.mtp_layers} MTP layer(s), "
+            "which plain decoding does not load (speculative decoding does)"
+        )
+    if c.vision:
+        notes.append(
+            f"vision tower and projector: {c.vision:,} parameters"
+            + (" (loaded)" if "vision" in parts else " (not loaded by this engine)")
+        )
+    emb = next((t.numel for t in facts.tensors if t.role == "embedding" and t.part == "text"), 0)
+    parts_out = {
+        "text": c.text,
+        "vision": c.vision,
+        "mtp": c.mtp,
+        "embeddings_and_head": c.embeddings,
+        "active_without_input_embedding": c.active - emb,
+    }
+    if ckpt != c.checkpoint:
+        parts_out["stored_extra"] = ckpt - c.checkpoint
+    return Params(
+        total=loaded,
+        active=c.active + (c.vision if "vision" in parts else 0),
+        trainable=0,
+        checkpoint_total=ckpt,
+        parts=parts_out,
+        notes=tuple(notes),
+    )
+
+
+def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) -> Estimate:
+    work = scenario.workload
+    if not isinstance(work, InferenceWorkload):
+        raise EstimateError("fine-tuning estimates are not available yet in this version; use --mode inference")
+    arch = facts.arch
+    fmt, on_the_fly = resolve_format(scenario, arch)
+    # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
+    parts = frozenset({"text", "vision"} if work.engine != "llamacpp" else {"text"})
+    wb = facts.weights(fmt, parts)
+    kvb, kv_label = _kv(work, fmt, arch)
+    input_len = work.input_len or min(arch.max_position or 4096, 4096)
+    warnings = list(arch.warnings)
+    total_len = input_len + work.output_len
+    if arch.max_position and total_len > arch.max_position:
+        warnings.append(
+            f"input + output = {total_len:,} tokens exceeds the model's max_position_embeddings ({arch.max_position:,})"
+        )
+    if fmt.kind == "gguf" and work.engine != "llamacpp":
+        warnings.append(f"{work.engine} dequantises GGUF files on load; the weights are priced as the GGUF stores them")
+    gpu_count = scenario.hardware.gpu_count
+    ctx = Context(
+        arch=arch,
+        weights=wb,
+        weights_label=fmt.label,
+        on_the_fly=on_the_fly,
+        compute_bytes=_compute_bytes(fmt),
+        kv_bits=kvb,
+        kv_label=kv_label,
+        work=work,
+        input_len=input_len,
+        gpu=gpu,
+        gpu_count=gpu_count,
+        tp=scenario.parallelism.tp,
+        weight_kind=fmt.kind,
+    )
+    run: EngineRun
+    if work.engine == "transformers":
+        run = transformers_run(ctx)
+    elif work.engine == "vllm":
+        run = vllm_run(ctx)
+    else:
+        run = llamacpp_run(ctx)
+    warnings.extend(run.warnings)
+    peak: Phase = max(run.phases, key=lambda p: p.allocated_bytes)
+    allocated = peak.allocated_bytes
+    reserved = allocated + run.reserved_slack
+    device = reserved + sum(c.bytes for c in run.device_extra)
+    per_gpu = tuple(
+        GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
+        for i in range(max(1, run.gpu_count))
+    )
+    fit = verdict(device, gpu, gpu_count) if gpu is not None else None
+    constants = dict(K.SOURCES)
+    constants["reserved"] = run.reserved_explain
+    return Estimate(
+        model_id=facts.model_id,
+        params=_params(facts, parts),
+        peak_phase=peak.name,
+        phases=tuple(run.phases),
+        components=peak.components,
+        peak_allocated_bytes=allocated,
+        peak_reserved_bytes=reserved,
+        device_bytes=device,
+        device_overheads=tuple(run.device_extra),
+        per_gpu=per_gpu,
+        host_bytes=run.host_bytes,
+        engine=run.info,
+        warnings=tuple(dict.fromkeys(warnings)),
+        fit=fit,
+        constants=constants,
+    )
+
+
+def weights_only(facts: ModelFacts, weights: str = "auto") -> int:
+    """Bytes of the text model's weights in a format (for catalog listings)."""
+    scenario = Scenario.model_validate({"model": {"id": facts.model_id}, "weights": weights})
+    fmt, _ = resolve_format(scenario, facts.arch)
+    return facts.weights(fmt, frozenset({"text"})).total
+
+
+__all__ = ["DTYPE_BYTES", "Component", "EstimateError", "ModelFacts", "estimate", "model_facts"]

@@ -1,0 +1,48 @@
+"""Fit verdict: an estimate's per-GPU device bytes against a GPU's memory (total, and free when detected)."""
+
+from __future__ import annotations
+
+from . import constants as K
+from .gpu import GIB, GpuSpec
+from .result import Fit
+
+
+def headroom(memory_bytes: int) -> int:
+    return max(K.FIT_HEADROOM_MIN, int(memory_bytes * K.FIT_HEADROOM_FRACTION))
+
+
+def verdict(required_bytes: int, gpu: GpuSpec, gpu_count: int = 1) -> Fit:
+    """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it)."""
+    available = gpu.memory_bytes if gpu.free_bytes is None else min(gpu.memory_bytes, gpu.free_bytes)
+    room = headroom(gpu.memory_bytes)
+    margin = (available - required_bytes) / available
+    where = "free" if gpu.free_bytes is not None else "total"
+    if required_bytes > available:
+        v = "does not fit"
+        msg = (
+            f"needs {required_bytes / GIB:.2f} GiB per GPU but the {gpu.name} has {available / GIB:.2f} GiB {where}: "
+            f"short by {(required_bytes - available) / GIB:.2f} GiB"
+        )
+    elif required_bytes > available - room:
+        v = "tight"
+        msg = (
+            f"needs {required_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where}: less than the "
+            f"{room / GIB:.2f} GiB headroom left for the display, other processes and allocator spikes"
+        )
+    else:
+        v = "fits"
+        msg = (
+            f"needs {required_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where}; "
+            f"{(available - required_bytes) / GIB:.2f} GiB to spare"
+        )
+    return Fit(
+        gpu=gpu.name,
+        gpu_count=gpu_count,
+        memory_bytes=gpu.memory_bytes,
+        free_bytes=gpu.free_bytes,
+        required_bytes=required_bytes,
+        headroom_bytes=room,
+        verdict=v,
+        margin_fraction=round(margin, 4),
+        message=msg,
+    )

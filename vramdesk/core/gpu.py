@@ -1,0 +1,32 @@
+"""GPU facts the estimator needs (pure data; the catalog and NVML services fill it in)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+class GpuSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    #: memory the driver reports as total (NVML ``memory.total``), bytes
+    memory_bytes: int = Field(gt=0)
+    #: CUDA compute capability as "major.minor" ("9.0" for Hopper); None when unknown (AMD, Apple)
+    compute_capability: str | None = None
+    bandwidth_gbps: float | None = None
+    bf16_tflops: float | None = None
+    vendor: str = "NVIDIA"
+    #: free memory right now (only for detected GPUs)
+    free_bytes: int | None = None
+
+    @property
+    def sm_major(self) -> int:
+        if not self.compute_capability:
+            return 0
+        try:
+            return int(self.compute_capability.split(".")[0])
+        except ValueError:
+            return 0

@@ -1,0 +1,377 @@
+"""Architecture -> tensor inventory: every tensor the checkpoint stores, with its shape and role.
+
+Parameter counts are sums over this list, so they are exact wherever the architecture table is. Tensor
+names follow the Hugging Face module paths of the family (they are matched against
+``modules_to_not_convert``-style skip lists); shapes follow ``nn.Linear`` (out, in). Stacked expert tensors
+are (experts, out, in).
+
+Parts: ``text`` (what decoding uses), ``mtp`` (multi-token-prediction layers a checkpoint carries),
+``vision`` (vision tower and projector), ``lm_head_copy`` (a tied lm_head the checkpoint stores anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from .architecture import Architecture, AttentionKind, LayerSpec, VisionSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    role: str
+    layer: int | None = None
+    part: str = "text"
+    #: fraction of this tensor one token touches (MoE routed experts: top_k / num_experts)
+    active: float = 1.0
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+
+    def add(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        role: str,
+        layer: int | None = None,
+        part: str = "text",
+        active: float = 1.0,
+    ) -> None:
+        self.tensors.append(Tensor(name, shape, role, layer, part, active))
+
+    def linear(
+        self, prefix: str, out_f: int, in_f: int, role: str, layer: int | None, part: str, bias: bool = False
+    ) -> None:
+        self.add(f"{prefix}.weight", (out_f, in_f), role, layer, part)
+        if bias:
+            self.add(f"{prefix}.bias", (out_f,), "bias", layer, part)
+
+    def norm(self, prefix: str, width: int, layer: int | None, part: str, with_bias: bool) -> None:
+        self.add(f"{prefix}.weight", (width,), "norm", layer, part)
+        if with_bias:
+            self.add(f"{prefix}.bias", (width,), "norm", layer, part)
+
+
+def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) -> None:
+    h = arch.hidden
+    i = spec.index
+    if spec.attention == AttentionKind.LINEAR and spec.linear is not None:
+        lin = spec.linear
+        a = f"{p}.linear_attn"
+        # in_proj_qkvz (2 key_dim + 2 value_dim) and in_proj_ba (2 x value heads), as Qwen3-Next stores them;
+        # Qwen3.5 splits the same rows into in_proj_qkv / in_proj_z / in_proj_b / in_proj_a
+        b.linear(f"{a}.in_proj_qkvz", 2 * lin.key_dim + 2 * lin.value_dim, h, "linear_attn", i, part)
+        b.linear(f"{a}.in_proj_ba", 2 * lin.num_v_heads, h, "linear_attn", i, part)
+        b.add(f"{a}.conv1d.weight", (lin.conv_dim, 1, lin.conv_kernel), "conv", i, part)
+        b.add(f"{a}.dt_bias", (lin.num_v_heads,), "state_param", i, part)
+        b.add(f"{a}.A_log", (lin.num_v_heads,), "state_param", i, part)
+        b.add(f"{a}.norm.weight", (lin.v_head_dim,), "norm", i, part)
+        b.linear(f"{a}.out_proj", h, lin.value_dim, "linear_attn", i, part)
+        return
+    a = f"{p}.self_attn"
+    if spec.attention == AttentionKind.MLA and spec.mla is not None:
+        m = spec.mla
+        qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            b.linear(f"{a}.q_a_proj", m.q_lora_rank, h, "attn", i, part)
+            b.norm(f"{a}.q_a_layernorm", m.q_lora_rank, i, part, False)
+            b.linear(f"{a}.q_b_proj", spec.n_heads * qk_head, m.q_lora_rank, "attn", i, part)
+        else:
+            b.linear(f"{a}.q_proj", spec.n_heads * qk_head, h, "attn", i, part)
+        b.linear(f"{a}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, h, "attn", i, part)
+        b.norm(f"{a}.kv_a_layernorm", m.kv_lora_rank, i, part, False)
+        b.linear(f"{a}.kv_b_proj", spec.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, "attn", i, part)
+        b.linear(f"{a}.o_proj", h, spec.n_heads * m.v_head_dim, "attn", i, part)
+        return
+    q_out = spec.n_heads * spec.head_dim
+    kv_out = spec.n_kv_heads * spec.head_dim
+    fam = arch.family
+    if fam in {"gpt_bigcode", "gpt_neox", "falcon", "bloom"}:
+        # fused QKV projection
+        name = {
+            "gpt_bigcode": "attn.c_attn",
+            "gpt_neox": "attention.query_key_value",
+            "falcon": "self_attention.query_key_value",
+            "bloom": "self_attention.query_key_value",
+        }[fam]
+        b.linear(f"{p}.{name}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
+        out_name = {
+            "gpt_bigcode": "attn.c_proj",
+            "gpt_neox": "attention.dense",
+            "falcon": "self_attention.dense",
+            "bloom": "self_attention.dense",
+        }[fam]
+        b.linear(f"{p}.{out_name}", h, q_out, "attn", i, part, arch.o_bias)
+        return
+    b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
+    b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+    b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+    b.linear(f"{a}.{'dense' if fam == 'phi' else 'o_proj'}", h, q_out, "attn", i, part, arch.o_bias)
+    if arch.qk_norm == "head":
+        b.norm(f"{a}.q_norm", spec.head_dim, i, part, False)
+        b.norm(f"{a}.k_norm", spec.head_dim, i, part, False)
+    elif arch.qk_norm == "head_ln":
+        b.norm(f"{a}.q_layernorm", spec.head_dim, i, part, True)
+        b.norm(f"{a}.k_layernorm", spec.head_dim, i, part, True)
+    elif arch.qk_norm == "full":
+        b.norm(f"{a}.q_norm", q_out, i, part, False)
+        b.norm(f"{a}.k_norm", kv_out, i, part, False)
+    if arch.attention_sinks:
+        b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
+
+
+def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) -> None:
+    h = arch.hidden
+    i = spec.index
+    fam = arch.family
+    if spec.moe is None:
+        inter = spec.intermediate
+        if fam == "gpt_bigcode":
+            b.linear(f"{p}.mlp.c_fc", inter, h, "mlp", i, part, True)
+            b.linear(f"{p}.mlp.c_proj", h, inter, "mlp", i, part, True)
+        elif fam in {"gpt_neox", "falcon", "bloom"}:
+            b.linear(f"{p}.mlp.dense_h_to_4h", inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.dense_4h_to_h", h, inter, "mlp", i, part, arch.mlp_bias)
+        elif fam == "phi":
+            b.linear(f"{p}.mlp.fc1", inter, h, "mlp", i, part, True)
+            b.linear(f"{p}.mlp.fc2", h, inter, "mlp", i, part, True)
+        else:
+            b.linear(f"{p}.mlp.gate_proj", inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.up_proj", inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.down_proj", h, inter, "mlp", i, part, arch.mlp_bias)
+        return
+    moe = spec.moe
+    e, inter = moe.num_experts, moe.expert_intermediate
+    frac = moe.top_k / e
+    router = (
+        f"{p}.mlp.router"
+        if fam == "gpt_oss"
+        else f"{p}.feed_forward.router"
+        if fam == "llama4"
+        else (f"{p}.block_sparse_moe.gate" if arch.model_type == "mixtral" else f"{p}.mlp.gate")
+    )
+    b.linear(router, e, h, "router", i, part, moe.router_bias)
+    if moe.router_correction_bias:
+        b.add(f"{router}.e_score_correction_bias", (e,), "bias", i, part)
+    if fam in {"gpt_oss", "llama4"}:
+        ex = f"{p}.mlp.experts" if fam == "gpt_oss" else f"{p}.feed_forward.experts"
+        # stored fused and stacked: gate_up (E, 2I, H) and down (E, H, I)
+        b.add(f"{ex}.gate_up_proj", (e, 2 * inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.down_proj", (e, h, inter), "expert", i, part, frac)
+        if moe.expert_bias:
+            b.add(f"{ex}.gate_up_proj_bias", (e, 2 * inter), "bias", i, part, frac)
+            b.add(f"{ex}.down_proj_bias", (e, h), "bias", i, part, frac)
+    else:
+        ex = f"{p}.block_sparse_moe.experts" if arch.model_type == "mixtral" else f"{p}.mlp.experts"
+        names = ("w1", "w3", "w2") if arch.model_type == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+        # one (out, in) matrix per expert in the checkpoint; recorded stacked, quantised per expert
+        b.add(f"{ex}.{names[0]}.weight", (e, inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.{names[1]}.weight", (e, inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.{names[2]}.weight", (e, h, inter), "expert", i, part, frac)
+    if moe.shared_intermediate:
+        se = (
+            f"{p}.feed_forward.shared_expert"
+            if fam == "llama4"
+            else (f"{p}.mlp.shared_experts" if fam == "deepseek_v3" else f"{p}.mlp.shared_expert")
+        )
+        s = moe.shared_intermediate
+        b.linear(f"{se}.gate_proj", s, h, "shared_expert", i, part)
+        b.linear(f"{se}.up_proj", s, h, "shared_expert", i, part)
+        b.linear(f"{se}.down_proj", h, s, "shared_expert", i, part)
+        if moe.shared_gate:
+            b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
+
+
+def _norms(b: _Builder, arch: Architecture, p: str, layer: int, part: str) -> None:
+    lb = arch.norm == "layer"
+    fam = arch.family
+    if fam == "gpt_bigcode":
+        names = ["ln_1", "ln_2"]
+    elif fam == "falcon":
+        names = ["ln_attn", "ln_mlp"] if arch.norms_per_layer == 2 else ["input_layernorm"]
+    elif arch.norms_per_layer == 4:
+        names = [
+            "input_layernorm",
+            "post_attention_layernorm",
+            "pre_feedforward_layernorm",
+            "post_feedforward_layernorm",
+        ]
+    elif arch.norms_per_layer == 1:
+        names = ["input_layernorm"]
+    elif arch.model_type == "olmo2":
+        names = ["post_attention_layernorm", "post_feedforward_layernorm"]
+    else:
+        names = ["input_layernorm", "post_attention_layernorm"]
+    for n in names:
+        b.norm(f"{p}.{n}", arch.hidden, layer, part, lb)
+
+
+def _decoder_layer(b: _Builder, arch: Architecture, spec: LayerSpec, prefix: str, part: str) -> None:
+    _attention(b, arch, spec, prefix, part)
+    _mlp(b, arch, spec, prefix, part)
+    _norms(b, arch, prefix, spec.index, part)
+
+
+def _prefixes(arch: Architecture) -> tuple[str, str, str]:
+    """(layer prefix, embedding name, final norm name) per family."""
+    fam = arch.family
+    if fam == "gpt_bigcode":
+        return "transformer.h", "transformer.wte", "transformer.ln_f"
+    if fam == "gpt_neox":
+        return "gpt_neox.layers", "gpt_neox.embed_in", "gpt_neox.final_layer_norm"
+    if fam in {"falcon", "bloom"}:
+        return "transformer.h", "transformer.word_embeddings", "transformer.ln_f"
+    if fam == "phi":
+        return "model.layers", "model.embed_tokens", "model.final_layernorm"
+    return "model.layers", "model.embed_tokens", "model.norm"
+
+
+def _vision(b: _Builder, v: VisionSpec) -> None:
+    part = "vision"
+    d = v.details
+    h, inter = v.hidden, v.intermediate
+    if v.kind == "qwen3_vl":
+        ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
+        b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, part)
+        b.add("visual.patch_embed.proj.bias", (h,), "bias", None, part)
+        if int(d["num_position_embeddings"]):
+            b.add("visual.pos_embed.weight", (int(d["num_position_embeddings"]), h), "vision_other", None, part)
+        for i in range(v.depth):
+            p = f"visual.blocks.{i}"
+            b.norm(f"{p}.norm1", h, None, part, True)
+            b.norm(f"{p}.norm2", h, None, part, True)
+            b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
+            b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.linear_fc1", inter, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.linear_fc2", h, inter, "vision", None, part, True)
+        merged = h * merge * merge
+        mergers = ["visual.merger"] + [f"visual.deepstack_merger_list.{k}" for k in range(int(d["deepstack"]))]
+        for k, m in enumerate(mergers):
+            # the main merger normalises before the spatial shuffle, deepstack mergers after it
+            b.norm(f"{m}.norm", h if k == 0 else merged, None, part, True)
+            b.linear(f"{m}.linear_fc1", merged, merged, "vision", None, part, True)
+            b.linear(f"{m}.linear_fc2", int(d["out_hidden_size"]), merged, "vision", None, part, True)
+    elif v.kind == "llama4":
+        ch, img = int(d["num_channels"]), int(d["image_size"])
+        n_pos = (img // v.patch_size) ** 2 + 1
+        b.add("vision_model.patch_embedding.linear.weight", (h, ch * v.patch_size**2), "vision", None, part)
+        b.add("vision_model.class_embedding", (h,), "vision_other", None, part)
+        b.add("vision_model.positional_embedding_vlm", (n_pos, h), "vision_other", None, part)
+        b.norm("vision_model.layernorm_pre", h, None, part, True)
+        b.norm("vision_model.layernorm_post", h, None, part, True)
+        for i in range(v.depth):
+            p = f"vision_model.model.layers.{i}"
+            for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                b.linear(f"{p}.self_attn.{n}", h, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, part, True)
+            b.norm(f"{p}.input_layernorm", h, None, part, True)
+            b.norm(f"{p}.post_attention_layernorm", h, None, part, True)
+        pin, pout = int(d["projector_input_dim"]), int(d["projector_output_dim"])
+        b.linear("vision_model.vision_adapter.mlp.fc1", pin, inter, "vision", None, part)
+        b.linear("vision_model.vision_adapter.mlp.fc2", pout, pout, "vision", None, part)
+        b.linear(
+            "multi_modal_projector.linear_1", int(d["text_hidden"]), int(d["vision_output_dim"]), "vision", None, part
+        )
+    elif v.kind == "siglip":
+        img = int(d["image_size"])
+        n_pos = (img // v.patch_size) ** 2
+        b.add(
+            "vision_tower.embeddings.patch_embedding.weight",
+            (h, 3, v.patch_size, v.patch_size),
+            "vision_other",
+            None,
+            part,
+        )
+        b.add("vision_tower.embeddings.patch_embedding.bias", (h,), "bias", None, part)
+        b.add("vision_tower.embeddings.position_embedding.weight", (n_pos, h), "vision_other", None, part)
+        for i in range(v.depth):
+            p = f"vision_tower.encoder.layers.{i}"
+            for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                b.linear(f"{p}.self_attn.{n}", h, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, part, True)
+            b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, part, True)
+            b.norm(f"{p}.layer_norm1", h, None, part, True)
+            b.norm(f"{p}.layer_norm2", h, None, part, True)
+        b.norm("vision_tower.post_layernorm", h, None, part, True)
+        b.add("multi_modal_projector.mm_soft_emb_norm.weight", (h,), "norm", None, part)
+        b.add("multi_modal_projector.mm_input_projection_weight", (h, int(d["text_hidden"])), "vision", None, part)
+
+
+def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
+    b = _Builder()
+    layer_prefix, embed, final_norm = _prefixes(arch)
+    h, vocab = arch.hidden, arch.vocab
+    b.add(f"{embed}.weight", (vocab, h), "embedding")
+    if arch.learned_positions:
+        b.add("transformer.wpe.weight", (arch.learned_positions, h), "embedding")
+    if arch.embedding_norm:
+        b.norm("transformer.word_embeddings_layernorm", h, None, "text", True)
+    for spec in arch.layers:
+        _decoder_layer(b, arch, spec, f"{layer_prefix}.{spec.index}", "text")
+    b.norm(final_norm, h, None, "text", arch.norm == "layer")
+    head = "embed_out" if arch.family == "gpt_neox" else "lm_head"
+    if not arch.tie_embeddings:
+        b.add(f"{head}.weight", (vocab, h), "lm_head")
+        if arch.lm_head_bias:
+            b.add(f"{head}.bias", (vocab,), "bias")
+    # MTP layers: a full decoder layer (attention kind of a global layer, the MoE/dense MLP of the last layer)
+    # plus the projection that joins the embedding and the hidden state
+    if arch.mtp_layers:
+        last = arch.layers[-1]
+        template = next((s for s in reversed(arch.layers) if s.attention != AttentionKind.LINEAR), last)
+        for k in range(arch.mtp_layers):
+            idx = arch.n_layers + k
+            spec = template.model_copy(
+                update={"index": idx, "mlp": last.mlp, "moe": last.moe, "intermediate": last.intermediate}
+            )
+            p = f"model.layers.{idx}" if arch.family == "deepseek_v3" else f"mtp.layers.{k}"
+            _decoder_layer(b, arch, spec, p, "mtp")
+            # the joining projection stays unquantised in FP8 checkpoints (DeepSeek-V3 stores it in BF16)
+            b.linear(f"{p}.eh_proj" if arch.family == "deepseek_v3" else "mtp.fc", h, 2 * h, "mtp_proj", idx, "mtp")
+            b.norm(f"{p}.enorm" if arch.family == "deepseek_v3" else "mtp.pre_fc_norm_embedding", h, idx, "mtp", False)
+            b.norm(f"{p}.hnorm" if arch.family == "deepseek_v3" else "mtp.pre_fc_norm_hidden", h, idx, "mtp", False)
+            b.norm(f"{p}.shared_head.norm" if arch.family == "deepseek_v3" else "mtp.norm", h, idx, "mtp", False)
+            if arch.mtp_own_embeddings:
+                b.add(f"{p}.embed_tokens.weight", (vocab, h), "embedding", idx, "mtp")
+                b.add(f"{p}.shared_head.head.weight", (vocab, h), "lm_head", idx, "mtp")
+    if arch.vision is not None:
+        _vision(b, arch.vision)
+    return tuple(b.tensors)
+
+
+@dataclass(frozen=True, slots=True)
+class ParamCounts:
+    text: int
+    active: int
+    mtp: int
+    vision: int
+    embeddings: int
+
+    @property
+    def checkpoint(self) -> int:
+        return self.text + self.mtp + self.vision
+
+
+def count_params(tensors: tuple[Tensor, ...]) -> ParamCounts:
+    text = active = mtp = vision = emb = 0
+    for t in tensors:
+        n = t.numel
+        if t.part == "text":
+            text += n
+            active += round(n * t.active)
+            if t.role in {"embedding", "lm_head"}:
+                emb += n
+        elif t.part == "mtp":
+            mtp += n
+        elif t.part == "vision":
+            vision += n
+    return ParamCounts(text=text, active=active, mtp=mtp, vision=vision, embeddings=emb)

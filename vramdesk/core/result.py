@@ -1,0 +1,108 @@
+"""What an estimate returns: components at the peak, the phases, the three memory levels, the fit."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Category = Literal[
+    "weights", "kv_cache", "state", "activations", "logits", "gradients", "optimizer", "overhead", "pool"
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Component(_Frozen):
+    """One part of the memory at one moment, with where its number comes from."""
+
+    name: str
+    bytes: int = Field(ge=0)
+    category: Category
+    #: formula, the config fields and constants used, in words a user can check
+    explain: str
+
+
+class Phase(_Frozen):
+    name: str
+    components: tuple[Component, ...]
+
+    @property
+    def allocated_bytes(self) -> int:
+        return sum(c.bytes for c in self.components)
+
+
+class Params(_Frozen):
+    #: unique parameters of the model the engine runs (tied embeddings once; no MTP head, no vision tower
+    #: unless it is loaded)
+    total: int
+    #: parameters touched per token (MoE: routed top-k + shared); equals total for dense models
+    active: int
+    trainable: int
+    #: what the checkpoint stores, when that differs (a duplicated tied lm_head, MTP layers, a vision tower)
+    checkpoint_total: int
+    #: per-part figures: text, vision, mtp, embeddings, duplicate_lm_head, ...
+    parts: dict[str, int]
+    notes: tuple[str, ...] = ()
+
+
+class GpuShare(_Frozen):
+    index: int
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    device_bytes: int
+
+
+class Fit(_Frozen):
+    gpu: str
+    gpu_count: int
+    memory_bytes: int
+    #: free memory right now, when the GPU was detected
+    free_bytes: int | None = None
+    required_bytes: int
+    #: bytes kept free for safety (display, fragmentation spikes): part of the verdict
+    headroom_bytes: int
+    verdict: Literal["fits", "tight", "does not fit"]
+    #: (available - required) / available
+    margin_fraction: float
+    message: str
+
+
+class EngineInfo(_Frozen):
+    """Engine-specific answers (vLLM: how many tokens the pool holds; llama.cpp: the host share)."""
+
+    engine: str
+    kv_bytes_per_token: float
+    #: bytes of constant per-sequence state (linear attention / SSM)
+    state_bytes_per_sequence: int = 0
+    #: vLLM: tokens of KV the pool holds, and how many sequences of input+output length fit at once
+    pool_bytes: int | None = None
+    kv_capacity_tokens: int | None = None
+    max_concurrent_sequences: int | None = None
+    #: llama.cpp: layers on the GPU
+    gpu_layers: int | None = None
+    total_layers: int | None = None
+
+
+class Estimate(_Frozen):
+    model_id: str
+    params: Params
+    peak_phase: str
+    phases: tuple[Phase, ...]
+    #: the peak phase's components (what max_memory_allocated sees), per GPU 0
+    components: tuple[Component, ...]
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    #: what nvidia-smi / NVML shows for the process on GPU 0
+    device_bytes: int
+    #: components nvidia-smi sees beyond the allocator (CUDA context, non-torch memory), on GPU 0
+    device_overheads: tuple[Component, ...]
+    per_gpu: tuple[GpuShare, ...]
+    host_bytes: int
+    engine: EngineInfo
+    warnings: tuple[str, ...] = ()
+    fit: Fit | None = None
+    #: constants used, with their sources, so every number can be traced
+    constants: dict[str, str] = Field(default_factory=dict)

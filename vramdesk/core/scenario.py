@@ -1,0 +1,134 @@
+"""Scenario: what the user wants to run, on what. Frozen, validated, and the saved-file format.
+
+A scenario names a model (it does not embed its config), a workload (inference or fine-tuning),
+the weight format, the engine and the hardware. ``schema_version`` lets storage migrate old files.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+Engine = Literal["transformers", "vllm", "llamacpp"]
+Attention = Literal["flash", "sdpa", "eager"]
+KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
+
+#: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
+MAX_TOKENS = 16 * 1024 * 1024
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelRef(_Frozen):
+    """Which model: a Hub repo id (``owner/name``), a local path, or a catalog entry."""
+
+    id: str = Field(min_length=1, max_length=1000)
+    revision: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("model id is empty")
+        return v
+
+
+class VllmOptions(_Frozen):
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
+    max_num_seqs: int = Field(default=256, ge=1, le=65536)
+    #: tokens per scheduler step; None = vLLM's default for its V1 engine (8192, at least max_model_len
+    #: when chunked prefill is off)
+    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    enforce_eager: bool = False
+    block_size: int = Field(default=16, ge=1, le=1024)
+
+
+class LlamaCppOptions(_Frozen):
+    #: layers offloaded to the GPU; None = all of them (-ngl 999)
+    n_gpu_layers: int | None = Field(default=None, ge=0, le=100000)
+    n_ubatch: int = Field(default=512, ge=1, le=MAX_TOKENS)
+    flash_attn: bool = True
+    swa_full: bool = False
+
+
+class InferenceWorkload(_Frozen):
+    kind: Literal["inference"] = "inference"
+    engine: Engine = "transformers"
+    attention: Attention = "sdpa"
+    batch: int = Field(default=1, ge=1, le=65536)
+    #: prompt tokens; None = min(model's context, 4096)
+    input_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    output_len: int = Field(default=512, ge=0, le=MAX_TOKENS)
+    kv_dtype: KvDtypeName = "auto"
+    #: transformers < 4.45 computed logits for every prompt position in generate(); newer keeps the last
+    full_prompt_logits: bool = False
+    vllm: VllmOptions = VllmOptions()
+    llamacpp: LlamaCppOptions = LlamaCppOptions()
+
+
+Method = Literal["full", "lora", "qlora"]
+Optimizer = Literal["adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion"]
+TrainPrecision = Literal["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"]
+
+
+class FinetuneWorkload(_Frozen):
+    kind: Literal["finetune"] = "finetune"
+    method: Method = "lora"
+    micro_batch: int = Field(default=1, ge=1, le=65536)
+    seq_len: int = Field(default=2048, ge=1, le=MAX_TOKENS)
+    grad_accum: int = Field(default=1, ge=1, le=1_000_000)
+    optimizer: Optimizer = "adamw"
+    precision: TrainPrecision = "bf16"
+    grad_checkpointing: bool = True
+    attention: Attention = "sdpa"
+    lora_rank: int = Field(default=16, ge=1, le=65536)
+    lora_targets: tuple[str, ...] = ("all-linear",)
+
+
+Workload = Annotated[InferenceWorkload | FinetuneWorkload, Field(discriminator="kind")]
+
+
+class Hardware(_Frozen):
+    #: GPU catalog name (e.g. "RTX 4090"); None = none chosen (detected GPUs may still be used)
+    gpu: str | None = None
+    gpu_count: int = Field(default=1, ge=1, le=4096)
+
+
+class Parallelism(_Frozen):
+    tp: int = Field(default=1, ge=1, le=4096)
+    pp: int = Field(default=1, ge=1, le=4096)
+    zero: Literal[0, 1, 2, 3] = 0
+    fsdp: bool = False
+    offload: Literal["none", "optimizer", "params"] = "none"
+
+
+class Scenario(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    name: str | None = Field(default=None, max_length=200)
+    model: ModelRef
+    #: weight storage format; "auto" = the checkpoint's own (its quantization_config, else its dtype)
+    weights: str = "auto"
+    workload: Workload = InferenceWorkload()
+    hardware: Hardware = Hardware()
+    parallelism: Parallelism = Parallelism()
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_lower(cls, v: str) -> str:
+        return v.strip().lower()
+
+    @model_validator(mode="after")
+    def _parallel_fits_gpus(self) -> Scenario:
+        p = self.parallelism
+        if p.tp * p.pp > self.hardware.gpu_count:
+            raise ValueError(
+                f"parallelism: tp ({p.tp}) x pp ({p.pp}) needs {p.tp * p.pp} GPUs "
+                f"but hardware.gpu_count is {self.hardware.gpu_count}"
+            )
+        return self

@@ -1,0 +1,123 @@
+"""Weight bytes: the tensor inventory priced in a storage format, tensor by tensor.
+
+Quantised formats only touch the tensors their method converts (see :mod:`vramdesk.core.dtypes`); the rest
+stays at the base dtype. GGUF files are priced with llama-quantize's per-tensor type choice, so the names
+are translated to GGUF names first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .dtypes import WeightFormat
+from .inventory import Tensor
+
+_GGUF_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), r)
+    for p, r in (
+        (
+            r"^(?:model\.)?embed_tokens\.weight$|^transformer\.(?:wte|word_embeddings)\.weight$|^gpt_neox\.embed_in"
+            r"\.weight$",
+            "token_embd.weight",
+        ),
+        (r"^(?:lm_head|embed_out)\.weight$", "output.weight"),
+        (r"layers?\.(\d+)\.self_attn\.q_proj\.weight$", r"blk.\1.attn_q.weight"),
+        (r"layers?\.(\d+)\.self_attn\.k_proj\.weight$", r"blk.\1.attn_k.weight"),
+        (r"layers?\.(\d+)\.self_attn\.v_proj\.weight$", r"blk.\1.attn_v.weight"),
+        (r"layers?\.(\d+)\.self_attn\.(?:o_proj|dense)\.weight$", r"blk.\1.attn_output.weight"),
+        (
+            r"\.(\d+)\.(?:attn\.c_attn|attention\.query_key_value|self_attention\.query_key_value)\.weight$",
+            r"blk.\1.attn_qkv.weight",
+        ),
+        (r"\.(\d+)\.(?:attn\.c_proj|attention\.dense|self_attention\.dense)\.weight$", r"blk.\1.attn_output.weight"),
+        (r"\.(\d+)\.mlp\.(?:gate_proj)\.weight$", r"blk.\1.ffn_gate.weight"),
+        (r"\.(\d+)\.mlp\.(?:up_proj|c_fc|dense_h_to_4h|fc1)\.weight$", r"blk.\1.ffn_up.weight"),
+        (r"\.(\d+)\.mlp\.(?:down_proj|c_proj|dense_4h_to_h|fc2)\.weight$", r"blk.\1.ffn_down.weight"),
+        (r"\.(\d+)\..*experts\.(?:gate_proj|w1)\.weight$", r"blk.\1.ffn_gate_exps.weight"),
+        (r"\.(\d+)\..*experts\.(?:up_proj|w3)\.weight$", r"blk.\1.ffn_up_exps.weight"),
+        (r"\.(\d+)\..*experts\.gate_up_proj$", r"blk.\1.ffn_gate_up_exps.weight"),
+        (r"\.(\d+)\..*experts\.(?:down_proj|w2)(?:\.weight)?$", r"blk.\1.ffn_down_exps.weight"),
+        (r"\.(\d+)\..*shared_experts?\.gate_proj\.weight$", r"blk.\1.ffn_gate_shexp.weight"),
+        (r"\.(\d+)\..*shared_experts?\.up_proj\.weight$", r"blk.\1.ffn_up_shexp.weight"),
+        (r"\.(\d+)\..*shared_experts?\.down_proj\.weight$", r"blk.\1.ffn_down_shexp.weight"),
+        (
+            r"\.(\d+)\.(?:mlp\.gate|mlp\.router|block_sparse_moe\.gate|feed_forward\.router)\.weight$",
+            r"blk.\1.ffn_gate_inp.weight",
+        ),
+    )
+)
+
+
+def gguf_name(hf_name: str) -> str:
+    for pattern, repl in _GGUF_NAMES:
+        m = pattern.search(hf_name)
+        if m:
+            return m.expand(repl)
+    return hf_name
+
+
+@dataclass(frozen=True, slots=True)
+class WeightBytes:
+    total: int
+    by_role: dict[str, int]
+    params: int
+    quantized_params: int
+    #: the largest single stored tensor (load-time transients)
+    largest_tensor: int
+    #: the largest quantised matrix dequantised to 16-bit (kernels that dequantise a whole layer)
+    largest_dequant: int
+    #: bytes per decoder layer index (MTP layers included with their own index)
+    per_layer: dict[int, int] = field(default_factory=dict)
+    #: bytes outside decoder layers: embedding, final norm, lm_head, vision
+    embedding: int = 0
+    head: int = 0
+    other: int = 0
+
+    @property
+    def bits_per_param(self) -> float:
+        return 8.0 * self.total / self.params if self.params else 0.0
+
+
+def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozenset[str], n_layers: int) -> WeightBytes:
+    total = 0
+    by_role: dict[str, int] = {}
+    params = quantized = 0
+    largest = largest_dq = 0
+    per_layer: dict[int, int] = {}
+    embedding = head = other = 0
+    gguf = fmt.kind == "gguf"
+    for t in tensors:
+        if t.part not in parts:
+            continue
+        name = gguf_name(t.name) if gguf else t.name
+        nbytes = fmt.tensor_bytes(name, t.role, t.shape, t.layer, n_layers)
+        n = t.numel
+        params += n
+        if fmt.is_quantized(name, t.role):
+            quantized += n
+            per_matrix = n // t.shape[0] if len(t.shape) == 3 else n
+            largest_dq = max(largest_dq, per_matrix * 2)
+        total += nbytes
+        by_role[t.role] = by_role.get(t.role, 0) + nbytes
+        largest = max(largest, nbytes)
+        if t.layer is not None:
+            per_layer[t.layer] = per_layer.get(t.layer, 0) + nbytes
+        elif t.role == "embedding":
+            embedding += nbytes
+        elif t.role == "lm_head" or (t.role == "bias" and t.name.startswith(("lm_head", "embed_out"))):
+            head += nbytes
+        else:
+            other += nbytes
+    return WeightBytes(
+        total=total,
+        by_role=by_role,
+        params=params,
+        quantized_params=quantized,
+        largest_tensor=largest,
+        largest_dequant=largest_dq,
+        per_layer=per_layer,
+        embedding=embedding,
+        head=head,
+        other=other,
+    )

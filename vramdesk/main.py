@@ -1,0 +1,50 @@
+"""The `vramdesk` entry point: the window for no command (or `gui`, --self-test, --screenshot), else the CLI.
+
+It only dispatches, so that the command line never imports Qt and the window never imports the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+_GUI_FLAGS = ("--self-test", "--screenshot")
+
+
+def wants_gui(argv: Sequence[str]) -> bool:
+    if not argv:
+        return True
+    return argv[0] == "gui" or any(a == f or a.startswith(f + "=") for a in argv for f in _GUI_FLAGS)
+
+
+def has_display() -> bool:
+    """Qt aborts the process when it cannot open a display; say so instead (Linux/BSD only)."""
+    if not sys.platform.startswith(("linux", "freebsd")):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if wants_gui(args) and not any(a in ("-h", "--help", "--version") for a in args[:1]):
+        headless_ok = any(a.startswith(_GUI_FLAGS) for a in args)
+        if not headless_ok and not has_display():
+            print(
+                "vramdesk: error: no display found (DISPLAY / WAYLAND_DISPLAY unset): use 'vramdesk estimate ...' "
+                "on a headless machine, 'vramdesk --screenshot OUT.png' to render the window, or set "
+                "QT_QPA_PLATFORM=offscreen",
+                file=sys.stderr,
+            )
+            return 2
+        from vramdesk.ui.app import run
+
+        code: int = run(args)
+        return code
+    from vramdesk.cli import main as cli_main
+
+    return cli_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Qt-free exports of estimates (JSON, and later CSV / Markdown / HTML)."""

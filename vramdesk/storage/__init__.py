@@ -1,0 +1,1 @@
+"""Where things are saved: scenario files with schema versions, written atomically."""
