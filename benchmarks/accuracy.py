@@ -221,6 +221,20 @@ def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
                         row["grade"],
                     )
                 )
+        tokens = measured.get("kv_cache_tokens")
+        if tokens and est.engine.kv_capacity_tokens:
+            # tokens, not GiB: the row's unit is "tokens of KV the pool holds"
+            out.append(
+                Row(
+                    f"{row['id']}:kv_cache_tokens",
+                    row["source_id"],
+                    weights,
+                    "vllm kv_cache_tokens",
+                    float(tokens),
+                    float(est.engine.kv_capacity_tokens),
+                    row["grade"],
+                )
+            )
         if not out:
             raise LookupError("no comparable vLLM component")
         return out

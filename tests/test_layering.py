@@ -10,8 +10,8 @@ FORBIDDEN = ("PySide6", "shiboken6", "pyqtgraph", "pynvml", "huggingface_hub", "
 
 def _imported_after(module: str) -> set[str]:
     code = (
-        "import sys, importlib; importlib.import_module(%r); "
-        "print('\\n'.join(sorted(m.split('.')[0] for m in sys.modules)))" % module
+        f"import sys, importlib; importlib.import_module({module!r}); "
+        "print('\\n'.join(sorted(m.split('.')[0] for m in sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return set(out.split())

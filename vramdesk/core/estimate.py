@@ -11,6 +11,7 @@ from .architecture import Architecture, normalize
 from .dtypes import (
     DTYPE_BYTES,
     FormatError,
+    GgufModelInfo,
     WeightFormat,
     format_from_quantization_config,
     kv_bits,
@@ -47,9 +48,24 @@ class ModelFacts:
         key = (repr(fmt), parts)
         hit = self._cache.get(key)
         if hit is None:
+            if fmt.kind == "gguf":
+                fmt = fmt.with_gguf_model(gguf_model_info(self.arch))
             hit = weight_bytes(self.tensors, fmt, parts, self.arch.n_layers)
             self._cache[key] = hit
         return hit
+
+
+def gguf_model_info(arch: Architecture) -> GgufModelInfo:
+    """The hparams llama-quantize looks at when it picks a tensor's type."""
+    first = arch.layers[0]
+    moe = next((layer.moe for layer in arch.layers if layer.moe is not None), None)
+    return GgufModelInfo(
+        arch="falcon" if arch.family == "falcon" else arch.model_type,
+        n_expert=moe.num_experts if moe else 1,
+        n_gqa=max(1, first.n_heads // max(1, first.n_kv_heads)),
+        is_70b=arch.family == "llama" and arch.n_layers == 80 and not arch.is_moe,
+        has_output=not arch.tie_embeddings,
+    )
 
 
 def model_facts(

@@ -226,6 +226,15 @@ def transformers_run(ctx: Context) -> EngineRun:
                 "activations",
             )
         )
+    if ctx.weight_kind == "bnb4" and n > 1:
+        transients.append(
+            (
+                layer_b + ctx.weights.largest_dequant,
+                "bitsandbytes 4-bit dequantises each matrix to 16 bits for multi-token matmuls: the largest "
+                f"({ctx.weights.largest_dequant:,} B) on top of the layer's intermediates",
+                "activations",
+            )
+        )
     best = max(transients, key=lambda t: t[0])
     prefill_transient = Component(
         name="prefill activations" if best[2] == "activations" else "logits",

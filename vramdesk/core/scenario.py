@@ -118,6 +118,16 @@ class Scenario(_Frozen):
     hardware: Hardware = Hardware()
     parallelism: Parallelism = Parallelism()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_kind(cls, data: object) -> object:
+        """A workload without "kind" is an inference workload unless it names fine-tuning fields."""
+        if isinstance(data, dict) and isinstance(data.get("workload"), dict) and "kind" not in data["workload"]:
+            work = dict(data["workload"])
+            work["kind"] = "finetune" if set(work) & {"method", "micro_batch", "seq_len", "optimizer"} else "inference"
+            data = {**data, "workload": work}
+        return data
+
     @field_validator("weights")
     @classmethod
     def _weights_lower(cls, v: str) -> str:

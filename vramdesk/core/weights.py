@@ -91,10 +91,18 @@ def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozense
         if t.part not in parts:
             continue
         name = gguf_name(t.name) if gguf else t.name
-        nbytes = fmt.tensor_bytes(name, t.role, t.shape, t.layer, n_layers)
         n = t.numel
         params += n
-        if fmt.is_quantized(name, t.role):
+        if not gguf and len(t.shape) == 3 and t.name.endswith(".weight"):
+            # one nn.Linear per expert in the checkpoint (Mixtral, Qwen-MoE, DeepSeek): quantised matrix by matrix,
+            # bitsandbytes included; GGUF files and gpt-oss / Llama 4 keep experts stacked in one tensor
+            shape2 = t.shape[1:]
+            nbytes = t.shape[0] * fmt.tensor_bytes(name, t.role, shape2, t.layer, n_layers)
+            q = fmt.is_quantized(name, t.role, shape=shape2)
+        else:
+            nbytes = fmt.tensor_bytes(name, t.role, t.shape, t.layer, n_layers)
+            q = fmt.is_quantized(name, t.role, shape=t.shape)
+        if q:
             quantized += n
             per_matrix = n // t.shape[0] if len(t.shape) == 3 else n
             largest_dq = max(largest_dq, per_matrix * 2)

@@ -1,0 +1,170 @@
+"""The command-line contract: `vramdesk estimate` with --json / --jsonl / --save, --version, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vramdesk.cli import main
+from vramdesk.storage.scenarios import load_scenario
+
+
+def cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    return code, out.getvalue()
+
+
+def test_estimate_json_has_the_contract_keys() -> None:
+    code, text = cli("estimate", "Qwen/Qwen3-8B", "--gpu", "RTX 4090", "--input-len", "8192", "--json")
+    assert code == 0
+    data = json.loads(text)
+    for key in (
+        "params",
+        "components",
+        "peak_phase",
+        "phases",
+        "peak_allocated_bytes",
+        "peak_reserved_bytes",
+        "device_bytes",
+        "per_gpu",
+        "host_bytes",
+        "fit",
+        "performance",
+    ):
+        assert key in data
+    assert set(data["params"]) >= {"total", "active", "trainable"}
+    assert data["params"]["total"] == 8_190_735_360
+    assert all(isinstance(c["bytes"], int) and c["explain"] for c in data["components"])
+    assert data["peak_allocated_bytes"] == sum(c["bytes"] for c in data["components"])
+    assert data["fit"]["verdict"] in ("fits", "tight", "does not fit")
+    assert data["scenario"]["workload"]["input_len"] == 8192
+
+
+def test_text_output_names_levels_and_verdict() -> None:
+    code, text = cli("estimate", "meta-llama/Llama-3.1-70B", "--gpu", "RTX 4090")
+    assert code == 0
+    assert "max_memory_allocated" in text and "nvidia-smi" in text
+    assert "DOES NOT FIT on RTX 4090" in text
+
+
+def test_options_reach_the_estimate() -> None:
+    _, small = cli("estimate", "Qwen/Qwen3-8B", "--input-len", "1024", "--json")
+    _, big = cli("estimate", "Qwen/Qwen3-8B", "--input-len", "1024", "--batch", "8", "--json")
+    _, fp8 = cli("estimate", "Qwen/Qwen3-8B", "--input-len", "1024", "--kv-dtype", "fp8", "--json")
+    kv = lambda t: next(c["bytes"] for c in json.loads(t)["components"] if c["name"] == "KV cache")  # noqa: E731
+    assert kv(big) > 7 * kv(small)
+    assert kv(fp8) == kv(small) // 2
+
+
+def test_save_then_reload_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    code, first = cli(
+        "estimate",
+        "Qwen/Qwen3-4B",
+        "--engine",
+        "vllm",
+        "--gpu",
+        "H100 SXM",
+        "--batch",
+        "4",
+        "--save",
+        str(path),
+        "--json",
+    )
+    assert code == 0
+    s = load_scenario(path)
+    assert s.workload.kind == "inference" and s.workload.engine == "vllm" and s.workload.batch == 4
+    code, again = cli("estimate", str(path), "--json")
+    assert code == 0
+    assert json.loads(again)["device_bytes"] == json.loads(first)["device_bytes"]
+    code, changed = cli("estimate", str(path), "--batch", "16", "--json")
+    assert json.loads(changed)["scenario"]["workload"]["batch"] == 16
+
+
+def test_jsonl_bad_line_reports_and_the_rest_go_on(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "\n".join(
+            [
+                json.dumps({"model": "Qwen/Qwen3-4B", "input_len": 2048}),
+                "{not json",
+                json.dumps({"model": "no/such-model"}),
+                json.dumps({"model": "Qwen/Qwen3-4B", "engine": "llamacpp", "weights": "q4_k_m", "gpu": "RTX 3090"}),
+                json.dumps({"model": "Qwen/Qwen3-4B", "bogus_option": 1}),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    code, text = cli("estimate", "--jsonl", str(src))
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) == 5 and code == 1
+    assert "params" in lines[0] and "params" in lines[3]
+    assert "error" in lines[1] and "line 2" in lines[1]["error"]
+    assert "no/such-model" in lines[2]["error"]
+    assert "bogus_option" in lines[4]["error"]
+
+
+def test_config_json_path_and_generic_warning(tmp_path: Path) -> None:
+    cfg = {
+        "model_type": "brandnew",
+        "hidden_size": 512,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "intermediate_size": 1024,
+        "vocab_size": 1000,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    code, text = cli("estimate", str(path), "--json")
+    assert code == 0
+    data = json.loads(text)
+    assert any("brandnew" in w for w in data["warnings"])
+    code, _ = cli("estimate", str(tmp_path), "--json")  # the folder works too
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("estimate", "Qwen/Qwen3-4B", "--weights", "int3x"), "int3x"),
+        (("estimate", "Qwen/Qwen3-4B", "--gpu", "GTX 9999"), "GTX 9999"),
+        (("estimate", "Qwen/Qwen3-4B", "--tp", "4"), "tp (4)"),
+        (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune"), "fine-tuning"),
+        (("estimate", "Qwen/Qwen3-4B", "--mode", "inference", "--lora-rank", "8"), "--lora-rank"),
+        (("estimate", "./missing/config.json"), "no such file"),
+        (("estimate",), "needs a MODEL"),
+    ],
+)
+def test_errors_exit_2_with_one_clear_line(
+    args: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = cli(*args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and err.count("\n") == 1 and err.startswith("vramdesk: error:")
+
+
+def test_argparse_rejects_impossible_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli("estimate", "Qwen/Qwen3-4B", "--batch", "0")
+    assert exc.value.code == 2
+    assert "--batch" in capsys.readouterr().err
+
+
+def test_installed_entry_point_version_and_estimate() -> None:
+    exe = Path(sys.executable).with_name("vramdesk")
+    if not exe.exists():
+        pytest.skip("entry point not installed in this environment")
+    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("vramdesk ")
+    res = subprocess.run(
+        [str(exe), "estimate", "Qwen/Qwen3-0.6B", "--json"], capture_output=True, text=True, check=True
+    )
+    assert json.loads(res.stdout)["params"]["total"] == 596_049_920

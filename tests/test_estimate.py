@@ -1,0 +1,196 @@
+"""The estimator end to end: phases, levels, formats, engines, invariants and the fit verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.gpu import GIB, MIB
+from vramdesk.core.result import Estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import default_catalog
+
+
+def run(model: str, gpu: str | None = "H100 SXM", weights: str = "auto", **work: Any) -> Estimate:
+    cat = default_catalog()
+    s = Scenario.model_validate({"model": {"id": model}, "weights": weights, "workload": {"kind": "inference", **work}})
+    return estimate(s, cat.facts(model), cat.gpu(gpu) if gpu else None)
+
+
+def comp(est: Estimate, name: str) -> int:
+    return next(c.bytes for c in est.components if c.name == name)
+
+
+def test_default_scenario_is_estimated_offline() -> None:
+    cat = default_catalog()
+    est = estimate(DEFAULT_SCENARIO, cat.facts(DEFAULT_SCENARIO.model.id), cat.gpu("RTX 4090"))
+    assert est.fit is not None and est.fit.verdict == "fits"
+    assert 8 * GIB < est.device_bytes < 11 * GIB
+    assert all(c.explain for c in est.components)
+
+
+def test_short_prompt_is_weights_plus_kv_plus_workspace() -> None:
+    # Qwen3-8B bf16, 1 prompt token + 2048 new: the peak is the end of decoding
+    est = run("Qwen/Qwen3-8B", "H20", input_len=1, output_len=2048, attention="flash")
+    assert est.peak_phase == "decode"
+    assert comp(est, "weights") == 8_190_735_360 * 2
+    assert comp(est, "KV cache") == 2049 * 36 * 8 * 128 * 2 * 2
+    assert comp(est, "cuBLAS workspace") == 8 * 4096 * 1024 + 8 * 16 * 1024  # Hopper
+
+
+def test_levels_are_ordered_and_explained() -> None:
+    est = run("meta-llama/Llama-3.1-8B", input_len=8192, output_len=512)
+    assert est.peak_allocated_bytes < est.peak_reserved_bytes < est.device_bytes
+    assert est.peak_allocated_bytes == sum(c.bytes for c in est.components)
+    assert any(c.name == "CUDA context" for c in est.device_overheads)
+    assert "reserved" in est.constants
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm", "llamacpp"])
+def test_monotone_in_context_and_batch(engine: str) -> None:
+    def required(**kw: Any) -> int:
+        est = run("Qwen/Qwen3-4B", None, engine=engine, **kw)
+        return est.peak_allocated_bytes
+
+    lens = [required(input_len=n, output_len=256) for n in (128, 2048, 16384, 32000)]
+    assert lens == sorted(lens) and lens[0] < lens[-1]
+    batches = [required(input_len=2048, output_len=256, batch=b) for b in (1, 2, 8)]
+    assert batches == sorted(batches) and batches[0] < batches[-1]
+
+
+def test_long_prompt_peak_is_prefill_with_one_layer_transient() -> None:
+    est = run("Qwen/Qwen3-8B", input_len=30720, output_len=16)
+    assert est.peak_phase == "prefill"
+    act = comp(est, "prefill activations")
+    # gated MLP of one layer: 30720 x (3 x 12288 + 3 x 4096) x 2 B; earlier layers' activations are freed
+    assert act == 30720 * (3 * 12288 + 3 * 4096) * 2
+
+
+def test_full_prompt_logits_option_and_eager_scores() -> None:
+    new = run("Qwen/Qwen2.5-0.5B", input_len=4096, output_len=16)
+    old = run("Qwen/Qwen2.5-0.5B", input_len=4096, output_len=16, full_prompt_logits=True)
+    assert old.peak_allocated_bytes - new.peak_allocated_bytes > 4096 * 151936 * 5
+    eager = run("Qwen/Qwen2.5-0.5B", input_len=4096, output_len=16, attention="eager")
+    # the one-layer s^2 transient (10.3 B per head x s^2 element) replaces the smaller MLP transient
+    assert eager.peak_allocated_bytes > new.peak_allocated_bytes + 14 * 4096 * 4096 * 9
+
+
+def test_quantisation_config_is_the_default_and_explicit_format_overrides() -> None:
+    oss = run("openai/gpt-oss-20b", input_len=1, output_len=1)
+    w = comp(oss, "weights")
+    assert 12.5 * GIB < w < 13.5 * GIB  # MXFP4 experts, bf16 attention / router / embeddings / lm_head
+    bf16 = comp(run("openai/gpt-oss-20b", weights="bf16", input_len=1, output_len=1), "weights")
+    assert bf16 == 20_914_757_184 * 2
+
+
+def test_deepseek_fp8_block_weights_include_the_scales() -> None:
+    cat = default_catalog()
+    facts = cat.facts("deepseek-ai/DeepSeek-V3")
+    from vramdesk.core.estimate import resolve_format
+
+    s = Scenario.model_validate({"model": {"id": "deepseek-ai/DeepSeek-V3"}})
+    fmt, on_load = resolve_format(s, facts.arch)
+    assert fmt.kind == "fp8" and not on_load
+    wb = facts.weights(fmt, frozenset({"text", "mtp"}))
+    # the Hub total 684,531,386,000 counts 41,540,496 F32 scale elements next to the FP8 weights
+    scales = 684_531_386_000 - 684_489_845_504
+    fp8 = wb.quantized_params
+    bf16 = wb.params - fp8
+    assert wb.total == fp8 + 2 * bf16 + 4 * scales
+
+
+@pytest.mark.parametrize(
+    ("weights", "lo", "hi"),
+    [("bf16", 14.9, 15.0), ("int8", 8.4, 8.5), ("nf4", 5.55, 5.7), ("gptq-int4", 5.0, 5.7), ("q4_k_m", 4.4, 5.0)],
+)
+def test_weight_formats_for_llama_8b(weights: str, lo: float, hi: float) -> None:
+    est = run(
+        "meta-llama/Llama-3.1-8B",
+        weights=weights,
+        engine="llamacpp" if weights.startswith("q") else "transformers",
+        input_len=16,
+        output_len=1,
+    )
+    w = comp(est, "weights")
+    if weights.startswith("q"):
+        w += (
+            default_catalog()
+            .facts("meta-llama/Llama-3.1-8B")
+            .weights(
+                __import__("vramdesk.core.dtypes", fromlist=["x"]).parse_weight_format(weights), frozenset({"text"})
+            )
+            .embedding
+        )
+    assert lo * GIB < w < hi * GIB
+
+
+def test_vllm_pool_capacity_and_concurrency() -> None:
+    est = run("meta-llama/Llama-3.1-8B", "H100 SXM", engine="vllm", input_len=4096, output_len=1024, batch=8)
+    e = est.engine
+    assert e.pool_bytes is not None and e.kv_capacity_tokens is not None and e.max_concurrent_sequences is not None
+    assert e.pool_bytes == int(0.9 * default_catalog().gpu("H100 SXM").memory_bytes)
+    pool = comp(est, "KV cache pool")
+    assert e.kv_capacity_tokens == pool // 131072
+    assert e.max_concurrent_sequences == min(256, pool // (5120 * 131072))
+    assert est.device_bytes == pytest.approx(e.pool_bytes, rel=0.001)
+
+
+def test_vllm_reports_when_the_pool_is_too_small() -> None:
+    est = run("meta-llama/Llama-3.1-8B", "RTX 4090", engine="vllm", input_len=100_000, output_len=1000, batch=4)
+    assert any("KV pool" in w for w in est.warnings)
+
+
+def test_llamacpp_partial_offload_splits_vram_and_host() -> None:
+    full = run(
+        "meta-llama/Llama-3.1-8B", "RTX 4090", weights="q4_k_m", engine="llamacpp", input_len=4096, output_len=512
+    )
+    half = run(
+        "meta-llama/Llama-3.1-8B",
+        "RTX 4090",
+        weights="q4_k_m",
+        engine="llamacpp",
+        input_len=4096,
+        output_len=512,
+        llamacpp={"n_gpu_layers": 16},
+    )
+    assert half.engine.gpu_layers == 16 and half.engine.total_layers == 32
+    assert comp(half, "weights") < 0.55 * comp(full, "weights")
+    assert half.host_bytes > full.host_bytes
+    assert comp(half, "KV cache") == comp(full, "KV cache") // 2
+    # everything is somewhere: GPU + host = the whole model (host also holds half the KV and the output buffer)
+    all_weights = comp(full, "weights") + full.host_bytes
+    host_extra = comp(full, "KV cache") // 2 + 512 * 128256 * 4
+    assert comp(half, "weights") + half.host_bytes - host_extra == all_weights
+
+
+def test_fit_verdicts() -> None:
+    assert run("Qwen/Qwen3-4B", "RTX 4090", input_len=4096).fit.verdict == "fits"  # type: ignore[union-attr]
+    big = run("meta-llama/Llama-3.1-70B", "RTX 4090", input_len=4096)
+    assert big.fit is not None and big.fit.verdict == "does not fit" and "short by" in big.fit.message
+
+
+def test_fine_tuning_is_refused_with_a_clear_message() -> None:
+    s = Scenario.model_validate({"model": {"id": "Qwen/Qwen3-4B"}, "workload": {"kind": "finetune"}})
+    with pytest.raises(EstimateError, match="fine-tuning"):
+        estimate(s, default_catalog().facts("Qwen/Qwen3-4B"))
+
+
+def test_unknown_weight_format_is_named() -> None:
+    with pytest.raises(EstimateError, match="q9_z"):
+        run("Qwen/Qwen3-4B", weights="q9_z")
+
+
+def test_multimodal_checkpoint_loads_vision_tower_in_transformers_not_llamacpp() -> None:
+    tf = run("Qwen/Qwen3.5-27B", input_len=16, output_len=1)
+    cpp = run("Qwen/Qwen3.5-27B", engine="llamacpp", weights="q8_0", input_len=16, output_len=1)
+    assert tf.params.total == 27_356_728_560
+    assert cpp.params.total == 27_356_728_560 - 460_730_096
+    assert any("vision" in n for n in tf.params.notes)
+
+
+def test_workspace_smaller_before_hopper() -> None:
+    est = run("Qwen/Qwen3-0.6B", "A100 80GB SXM", input_len=8, output_len=8)
+    assert comp(est, "cuBLAS workspace") < 9 * MIB
