@@ -1,0 +1,329 @@
+"""Start the desktop app: ``vramdesk``, ``vramdesk gui [SCENARIO.json]``, ``--self-test`` and ``--screenshot``.
+
+:func:`run` is what :mod:`vramdesk.main` calls with the command line (without the program name). It
+returns the exit code: 0 ok, 1 a failed self-test, 2 a usage error, no display, an unreadable scenario
+file or an unwritable screenshot path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from PySide6.QtCore import QEventLoop, QMessageLogContext, Qt, QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication, QImageWriter
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.estimate import estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import resources_dir
+from vramdesk.services.resolve import resolve_gpu, resolve_model
+from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
+
+from .charts import FULL_CIRCLE
+from .main_window import WINDOW_SIZE, MainWindow
+
+USAGE = """\
+usage: vramdesk                          open the window with the default scenario
+       vramdesk gui [SCENARIO.json]      open the window with a saved scenario
+       vramdesk --screenshot OUT.png [SCENARIO.json]
+                                         render the window offscreen and save it as PNG
+       vramdesk --self-test              start the window offscreen, estimate, exit 0 or 1
+"""
+FONT_FILE = "DejaVuSans.ttf"
+FONT_POINT_SIZE = 9
+#: a self-test or screenshot that has not finished by then is a failure, never a hang
+WATCHDOG_MS = 30_000
+
+T = TypeVar("T")
+
+
+class UsageError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str  # "gui" | "self-test" | "screenshot" | "help"
+    scenario: Path | None = None
+    out: Path | None = None
+
+
+def parse_args(argv: list[str]) -> Options:
+    args = list(argv)
+    if args and args[0] == "gui":
+        args = args[1:]
+    mode = "gui"
+    out: Path | None = None
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-h", "--help"):
+            return Options(mode="help")
+        if a == "--self-test":
+            mode = "self-test"
+        elif a == "--screenshot" or a.startswith("--screenshot="):
+            mode = "screenshot"
+            if "=" in a:
+                value = a.split("=", 1)[1]
+            else:
+                i += 1
+                if i >= len(args):
+                    raise UsageError("--screenshot needs an output file (OUT.png)")
+                value = args[i]
+            if not value:
+                raise UsageError("--screenshot needs an output file (OUT.png)")
+            out = Path(value)
+        elif a.startswith("-") and a != "-":
+            raise UsageError(f"unknown option {a}")
+        else:
+            positional.append(a)
+        i += 1
+    if len(positional) > 1:
+        raise UsageError("expected at most one scenario file, got " + ", ".join(positional))
+    scenario = Path(positional[0]) if positional else None
+    return Options(mode=mode, scenario=scenario, out=out)
+
+
+def _has_display() -> bool:
+    if os.environ.get("QT_QPA_PLATFORM") or not sys.platform.startswith("linux"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+_fonts_loaded: list[str] = []
+
+
+def install_font(app: QApplication) -> str | None:
+    """Use the bundled DejaVu Sans, so the window looks the same on every machine (and hosts without fonts)."""
+    if not _fonts_loaded:
+        try:
+            path = resources_dir() / "fonts" / FONT_FILE
+        except FileNotFoundError:
+            return None
+        if not path.is_file():
+            return None
+        font_id = QFontDatabase.addApplicationFont(str(path))
+        families = QFontDatabase.applicationFontFamilies(font_id) if font_id >= 0 else []
+        if not families:
+            return None
+        _fonts_loaded.append(families[0])
+    family = _fonts_loaded[0]
+    app.setFont(QFont(family, FONT_POINT_SIZE))
+    return family
+
+
+#: Qt messages that say nothing to a user of --self-test / --screenshot (the offscreen platform's)
+_QUIET_MESSAGES = ("This plugin does not support propagateSizeHints()",)
+
+
+def _quiet_handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
+    if message in _QUIET_MESSAGES:
+        return
+    print(message, file=sys.stderr)
+
+
+def ensure_app() -> QApplication:
+    """The running QApplication, or a new one set up the way the window expects."""
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        app = existing
+    else:
+        if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+            qInstallMessageHandler(_quiet_handler)
+        app = QApplication(["vramdesk"])
+        app.setApplicationName("vramdesk")
+        app.setApplicationDisplayName("vramdesk")
+        app.setOrganizationName("vramdesk")
+    app.setStyle("Fusion")
+    install_font(app)
+    return app
+
+
+def _offscreen() -> bool:
+    return QGuiApplication.platformName() in ("offscreen", "minimal")
+
+
+def _err(msg: str) -> None:
+    print(f"vramdesk: {msg}", file=sys.stderr)
+
+
+def open_window(scenario_path: Path | None) -> MainWindow:
+    """The window for ``vramdesk gui [SCENARIO.json]``; an unreadable file falls back to the default scenario."""
+    scenario: Scenario = DEFAULT_SCENARIO
+    notice = None
+    if scenario_path is not None:
+        try:
+            scenario = load_scenario(scenario_path)
+        except (ScenarioFileError, OSError) as err:
+            notice = f"could not open the scenario file: {err}; showing the default scenario instead"
+            _err(notice)
+    window = MainWindow(scenario, notice=notice)
+    if notice and not _offscreen():
+        QTimer.singleShot(0, lambda: QMessageBox.warning(window, "vramdesk", notice))
+    return window
+
+
+def _in_loop(fn: Callable[[], T], delay_ms: int = 0) -> T:
+    """Run ``fn`` from a running event loop (after ``delay_ms``) and return its result; never hangs."""
+    loop = QEventLoop()
+    box: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # handed to the caller below
+            box["error"] = err
+        finally:
+            loop.quit()
+
+    def watchdog() -> None:
+        box.setdefault("error", TimeoutError(f"no result after {WATCHDOG_MS / 1000:.0f} s"))
+        loop.quit()
+
+    QTimer.singleShot(delay_ms, call)
+    guard = QTimer()
+    guard.setSingleShot(True)
+    guard.timeout.connect(watchdog)
+    guard.start(WATCHDOG_MS)
+    loop.exec()
+    guard.stop()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+def _offscreen_window(scenario: Scenario) -> MainWindow:
+    window = MainWindow(scenario)
+    window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    window.resize(*WINDOW_SIZE)
+    window.show()
+    return window
+
+
+class SelfTestError(RuntimeError):
+    pass
+
+
+def self_test() -> str:
+    """Build the window offscreen, estimate the default scenario through it and check what it shows."""
+    window = _offscreen_window(DEFAULT_SCENARIO)
+    try:
+        ev = window.estimate_now()
+        if ev.view is None:
+            raise SelfTestError(f"the default scenario did not estimate: {ev.error}")
+        view = ev.view
+        direct = estimate(
+            DEFAULT_SCENARIO, resolve_model(DEFAULT_SCENARIO.model.id), resolve_gpu(DEFAULT_SCENARIO.hardware.gpu)
+        )
+        if direct.device_bytes != view.device_bytes:
+            raise SelfTestError(f"the window shows {view.device_bytes} bytes, estimate() gives {direct.device_bytes}")
+        slices = window.breakdown.pie.slices
+        if not slices or sum(s.span for s in slices) != FULL_CIRCLE:
+            raise SelfTestError("the breakdown pie has no data")
+        if not window.phase_chart.bar_items or not window.phase_chart.phase_names:
+            raise SelfTestError("the phase chart has no data")
+        if window.table_model.rowCount() != len(direct.components):
+            raise SelfTestError("the components table does not list every component")
+        if not window.verdict_label.text() or window.verdict_label.text() != view.headline:
+            raise SelfTestError(f"the verdict label shows {window.verdict_label.text()!r}")
+        if window.grab().isNull():
+            raise SelfTestError("the window could not be rendered")
+        return f"self-test ok: {view.summary_line()}"
+    finally:
+        window.close()
+        window.deleteLater()
+
+
+def check_output_path(out: Path) -> None:
+    """Fail early, before anything is rendered, when ``out`` cannot be a file to write."""
+    if not out.parent.is_dir():
+        raise OSError(f"{out}: the folder {out.parent} does not exist")
+    if out.is_dir():
+        raise OSError(f"{out}: is a folder")
+
+
+def screenshot(out: Path, scenario: Scenario) -> MainWindow:
+    """Render the window for ``scenario`` at :data:`WINDOW_SIZE` and save it as PNG (raises OSError)."""
+    window = _offscreen_window(scenario)
+    try:
+        ev = window.estimate_now()
+        if ev.view is None:
+            raise ValueError(f"cannot estimate this scenario: {ev.error}")
+        image = window.grab().toImage()
+        if image.width() != WINDOW_SIZE[0] or image.height() != WINDOW_SIZE[1]:  # a high-DPI screen
+            image = image.scaled(
+                *WINDOW_SIZE, Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation
+            )
+        check_output_path(out)
+        writer = QImageWriter(str(out), b"png")
+        if not writer.write(image):
+            raise OSError(f"{out}: cannot write the PNG file ({writer.errorString()})")
+        return window
+    finally:
+        window.close()
+        window.deleteLater()
+
+
+def run(argv: list[str]) -> int:
+    try:
+        opts = parse_args(argv)
+    except UsageError as err:
+        _err(str(err))
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    if opts.mode == "help":
+        print(USAGE, end="")
+        return 0
+    if opts.mode in ("self-test", "screenshot"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    elif QApplication.instance() is None and not _has_display():
+        _err(
+            "no display found (DISPLAY and WAYLAND_DISPLAY are unset). Run it on a desktop, or use "
+            "--screenshot OUT.png / --self-test, or set QT_QPA_PLATFORM=offscreen"
+        )
+        return 2
+
+    if opts.mode == "screenshot":
+        assert opts.out is not None
+        scenario = DEFAULT_SCENARIO
+        try:
+            check_output_path(opts.out)
+        except OSError as err:
+            _err(str(err))
+            return 2
+        if opts.scenario is not None:
+            try:
+                scenario = load_scenario(opts.scenario)
+            except (ScenarioFileError, OSError) as err:
+                _err(str(err))
+                return 2
+        ensure_app()
+        try:
+            _in_loop(lambda: screenshot(opts.out, scenario), delay_ms=10)  # type: ignore[arg-type]
+        except (OSError, ValueError) as err:
+            _err(str(err))
+            return 2
+        print(f"saved {opts.out} ({WINDOW_SIZE[0]}x{WINDOW_SIZE[1]})")
+        return 0
+
+    if opts.mode == "self-test":
+        ensure_app()
+        try:
+            line = _in_loop(self_test)
+        except Exception as err:
+            print(f"self-test failed: {type(err).__name__}: {err}", file=sys.stderr)
+            return 1
+        print(line)
+        return 0
+
+    app = ensure_app()
+    window = open_window(opts.scenario)
+    window.show()
+    return int(app.exec())

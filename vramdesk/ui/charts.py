@@ -1,0 +1,403 @@
+"""Charts of one estimate (pyqtgraph): the breakdown at the peak as a pie or a stacked bar, and the phases.
+
+pyqtgraph has no pie item, so :class:`PieItem` draws one with ``QPainter.drawPie``. A ViewBox has y
+pointing up, which mirrors Qt's angles: there a start of -90 x 16 and positive spans run clockwise from
+12 o'clock (``shared/research/ecosystem.md`` §1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QHBoxLayout,
+    QLabel,
+    QStackedWidget,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vramdesk.core.gpu import GIB
+
+from . import theme
+from .presenter import EstimateView, pie_angles
+
+#: Qt angle (1/16 degree) where the first slice starts: 12 o'clock inside a y-up ViewBox
+PIE_START = -90 * 16
+FULL_CIRCLE = 360 * 16
+#: inner radius of the ring, as a fraction of the outer one (0 = a full pie)
+HOLE = 0.52
+#: slices smaller than this share get no percentage label
+LABEL_MIN_SHARE = 0.06
+
+
+@dataclass(frozen=True)
+class PieSlice:
+    label: str
+    value: int
+    color: str
+    #: 1/16 degree, relative to :data:`PIE_START`; spans add up to 5760 exactly
+    start: int
+    span: int
+
+    @property
+    def degrees(self) -> float:
+        return self.span / 16
+
+
+class PieItem(pg.GraphicsObject):  # type: ignore[misc]
+    """A pie (a ring with a hole) centred on (0, 0) with radius ``radius`` in view coordinates."""
+
+    def __init__(self, radius: float = 1.0, hole: float = HOLE) -> None:
+        super().__init__()
+        self._radius = radius
+        self._hole = hole
+        self._slices: tuple[PieSlice, ...] = ()
+
+    @property
+    def slices(self) -> tuple[PieSlice, ...]:
+        return self._slices
+
+    @property
+    def radius(self) -> float:
+        return self._radius
+
+    def set_slices(self, items: list[tuple[str, int, str]]) -> None:
+        """``items``: (label, value, colour) in drawing order, clockwise from 12 o'clock."""
+        angles = pie_angles([max(0, v) for _, v, _ in items], FULL_CIRCLE)
+        self._slices = tuple(
+            PieSlice(label, value, color, start, span)
+            for (label, value, color), (start, span) in zip(items, angles, strict=True)
+        )
+        self.update()
+
+    def mid_point(self, index: int, fraction: float = 0.5) -> QPointF:
+        """The point at the middle angle of slice ``index``, ``fraction`` of the way out, in item coordinates."""
+        s = self._slices[index]
+        theta = math.radians((PIE_START + s.start + s.span / 2) / 16)
+        r = self._radius * fraction
+        # drawPie puts Qt angle t at (r cos t, -r sin t) in item coordinates
+        return QPointF(r * math.cos(theta), -r * math.sin(theta))
+
+    def boundingRect(self) -> QRectF:
+        r = self._radius
+        return QRectF(-r, -r, 2 * r, 2 * r)
+
+    def paint(self, painter: QPainter, *args: Any) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rect = self.boundingRect()
+        pen = QPen(QColor("#ffffff"))
+        pen.setWidthF(1.5)
+        pen.setCosmetic(True)
+        painter.setPen(pen)
+        for s in self._slices:
+            if s.span <= 0:
+                continue
+            painter.setBrush(QBrush(QColor(s.color)))
+            if s.span >= FULL_CIRCLE:
+                painter.drawEllipse(rect)
+            else:
+                painter.drawPie(rect, PIE_START + s.start, s.span)
+        if self._hole > 0:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QBrush(QColor("#ffffff")))
+            h = self._radius * self._hole
+            painter.drawEllipse(QRectF(-h, -h, 2 * h, 2 * h))
+
+
+def _plot(parent: QWidget | None = None) -> pg.PlotWidget:
+    w = pg.PlotWidget(parent=parent, background="w")
+    item = w.getPlotItem()
+    item.setMenuEnabled(False)
+    item.hideButtons()
+    item.setMouseEnabled(x=False, y=False)
+    item.getViewBox().setMouseEnabled(x=False, y=False)
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        axis.setPen(pg.mkPen(theme.BORDER))
+        axis.setTextPen(pg.mkPen(theme.MUTED))
+        axis.enableAutoSIPrefix(False)  # "GiB (x0.001)" reads badly: keep GiB and let the ticks get small
+    w.setMinimumSize(160, 140)
+    return w
+
+
+def _label(
+    text: str, color: str, anchor: tuple[float, float], *, bold: bool = False, size: float | None = None
+) -> pg.TextItem:
+    item = pg.TextItem(text=text, color=color, anchor=anchor)
+    font = QFont(item.textItem.font())
+    if size is not None:
+        font.setPointSizeF(size)
+    font.setBold(bold)
+    item.setFont(font)
+    return item
+
+
+#: the GPU's memory is drawn as a line only while it is at most this many times the tallest bar; beyond
+#: that the bars would be slivers, so the axis follows the bars and a note names the GPU's memory
+GPU_SCALE_LIMIT = 3.0
+
+
+def _y_top(view: EstimateView, tallest_gib: float) -> tuple[float, bool]:
+    """The top of the y axis (GiB) and whether the GPU's memory line is inside it."""
+    gpu = (view.gpu_memory_bytes or 0) / GIB
+    tallest = max(tallest_gib, 1e-3)
+    if gpu and gpu <= tallest * GPU_SCALE_LIMIT:
+        return max(tallest, gpu) * 1.12, True
+    return tallest * 1.12, False
+
+
+def _gpu_marks(
+    plot: pg.PlotWidget, view: EstimateView, top: float, in_range: bool, x_right: float
+) -> list[pg.GraphicsObject]:
+    """The GPU's memory as a dashed line, or as a note at the top right when it is far above the bars."""
+    if view.gpu_memory_bytes is None:
+        return []
+    if in_range:
+        item: pg.GraphicsObject = _gpu_line(view)
+    else:
+        item = _label(
+            f"{view.gpu_name}: {view.gpu_memory_bytes / GIB:.2f} GiB \u2191", theme.GPU_LINE, (1.0, 0.0), size=8
+        )
+        item.setPos(x_right, top)
+    plot.addItem(item)
+    return [item]
+
+
+def _gpu_line(view: EstimateView) -> pg.InfiniteLine:
+    assert view.gpu_memory_bytes is not None
+    pen = pg.mkPen(theme.GPU_LINE, width=1.5, style=Qt.PenStyle.DashLine)
+    line = pg.InfiniteLine(
+        pos=view.gpu_memory_bytes / GIB,
+        angle=0,
+        pen=pen,
+        label=f"{view.gpu_name}: {view.gpu_memory_bytes / GIB:.2f} GiB",
+        labelOpts={
+            "position": 0.98,
+            "color": theme.GPU_LINE,
+            "anchors": [(1, 1), (1, 1)],
+            "fill": (255, 255, 255, 210),
+        },
+    )
+    line.setZValue(20)  # above the bars: the bars may reach past the GPU's memory
+    return line
+
+
+class BreakdownChart(QWidget):
+    """The components at the peak: a pie, or one stacked bar against the GPU's memory."""
+
+    mode_changed = Signal(str)
+
+    MODES = ("pie", "bar")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel("Breakdown at the peak")
+        self.title.setObjectName("sectionTitle")
+        self._buttons = QButtonGroup(self)
+        self._buttons.setExclusive(True)
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.title, 1)
+        self.mode_buttons: dict[str, QToolButton] = {}
+        for mode, text in (("pie", "Pie"), ("bar", "Bar")):
+            b = QToolButton(self)
+            b.setObjectName("toggle")
+            b.setText(text)
+            b.setCheckable(True)
+            b.setToolTip(f"Show the breakdown as a {'pie' if mode == 'pie' else 'stacked bar'}")
+            b.clicked.connect(lambda _checked=False, m=mode: self.set_mode(m))
+            self._buttons.addButton(b)
+            self.mode_buttons[mode] = b
+            header.addWidget(b)
+        self.mode_buttons["pie"].setChecked(True)
+
+        self.pie_plot = _plot(self)
+        pie_item = self.pie_plot.getPlotItem()
+        pie_item.hideAxis("left")
+        pie_item.hideAxis("bottom")
+        pie_item.setAspectLocked(True)
+        self.pie = PieItem(radius=1.0)
+        self.pie_plot.addItem(self.pie)
+        self.pie_plot.setRange(xRange=(-1.05, 1.05), yRange=(-1.05, 1.05), padding=0)
+        self._pie_labels: list[pg.TextItem] = []
+        self._center_value = _label("", theme.TEXT, (0.5, 1.0), bold=True, size=11)
+        self._center_caption = _label("", theme.MUTED, (0.5, 0.0), size=8)
+        self.pie_plot.addItem(self._center_value)
+        self.pie_plot.addItem(self._center_caption)
+        self._center_value.setPos(0, 0.02)
+        self._center_caption.setPos(0, -0.02)
+
+        self.bar_plot = _plot(self)
+        self.bar_plot.getPlotItem().getAxis("bottom").setTicks([[(0, "peak")]])
+        self.bar_plot.setLabel("left", "GiB")
+        self.bar_items: list[pg.BarGraphItem] = []
+        self._bar_extras: list[pg.GraphicsObject] = []
+
+        self.stack = QStackedWidget(self)
+        self.stack.addWidget(self.pie_plot)
+        self.stack.addWidget(self.bar_plot)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(4)
+        layout.addLayout(header)
+        layout.addWidget(self.stack, 1)
+
+    @property
+    def mode(self) -> str:
+        return self.MODES[self.stack.currentIndex()]
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in self.MODES:
+            raise ValueError(f"unknown chart mode {mode!r}")
+        self.mode_buttons[mode].setChecked(True)
+        if self.mode != mode:
+            self.stack.setCurrentIndex(self.MODES.index(mode))
+            self.mode_changed.emit(mode)
+
+    def show_view(self, view: EstimateView) -> None:
+        self.title.setText(f"Breakdown at the peak ({view.peak_phase})")
+        self._show_pie(view)
+        self._show_bar(view)
+
+    def _show_pie(self, view: EstimateView) -> None:
+        self.pie.set_slices([(s.name, s.bytes, s.color) for s in view.slices])
+        for item in self._pie_labels:
+            self.pie_plot.removeItem(item)
+        self._pie_labels = []
+        for i, s in enumerate(view.slices):
+            if s.share < LABEL_MIN_SHARE:
+                continue
+            label = _label(f"{s.share * 100:.0f}%", theme.text_on(s.color), (0.5, 0.5), bold=True, size=8.5)
+            label.setPos(self.pie.mid_point(i, (1 + HOLE) / 2))
+            self.pie_plot.addItem(label)
+            self._pie_labels.append(label)
+        self._center_value.setText(f"{view.peak_allocated_bytes / GIB:.2f} GiB")
+        self._center_caption.setText("allocated")
+
+    def _show_bar(self, view: EstimateView) -> None:
+        plot = self.bar_plot
+        for item in [*self.bar_items, *self._bar_extras]:
+            plot.removeItem(item)
+        self.bar_items = []
+        self._bar_extras = []
+        bottom = 0.0
+        total = view.peak_allocated_bytes / GIB
+        for s in view.slices:
+            height = s.bytes / GIB
+            bar = pg.BarGraphItem(
+                x=[0.0],
+                height=[height],
+                y0=[bottom],
+                width=0.6,
+                brush=QColor(s.color),
+                pen=pg.mkPen("#ffffff", width=1),
+            )
+            bar.setToolTip(f"{s.name}: {height:.2f} GiB ({s.share * 100:.1f}%)")
+            plot.addItem(bar)
+            self.bar_items.append(bar)
+            bottom += height
+        top, gpu_in_range = _y_top(view, max(total, view.device_bytes / GIB))
+        # segment labels to the right of the bar, where they fit
+        for s, bar in zip(view.slices, self.bar_items, strict=True):
+            height = s.bytes / GIB
+            if height < top * 0.045:
+                continue
+            y0 = float(bar.opts["y0"][0])
+            text = _label(f"{s.name}  {height:.2f}", theme.TEXT, (0.0, 0.5), size=8)
+            text.setPos(0.36, y0 + height / 2)
+            plot.addItem(text)
+            self._bar_extras.append(text)
+        device = pg.InfiniteLine(
+            pos=view.device_bytes / GIB,
+            angle=0,
+            pen=pg.mkPen(theme.DEVICE_LINE, width=1, style=Qt.PenStyle.DotLine),
+            label=f"on the device {view.device_bytes / GIB:.2f} GiB",
+            labelOpts={"position": 0.02, "color": theme.DEVICE_LINE, "anchors": [(0, 1), (0, 1)]},
+        )
+        plot.addItem(device)
+        self._bar_extras.append(device)
+        self._bar_extras += _gpu_marks(plot, view, top, gpu_in_range, 1.42)
+        plot.setRange(xRange=(-0.45, 1.45), yRange=(0, top), padding=0)
+        plot.getPlotItem().getAxis("bottom").setTicks([[(0, f"peak ({view.peak_phase})")]])
+
+
+class PhaseChart(QWidget):
+    """Memory allocated in each phase (load, prefill, decode, ...), stacked by component."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel("Memory by phase")
+        self.title.setObjectName("sectionTitle")
+        self.plot = _plot(self)
+        self.plot.setLabel("left", "GiB")
+        self.bar_items: list[pg.BarGraphItem] = []
+        self._extras: list[pg.GraphicsObject] = []
+        #: component name -> GiB per phase, in stacking order (what the chart draws)
+        self.stacks: dict[str, list[float]] = {}
+        self.phase_names: list[str] = []
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 6, 8, 6)
+        layout.setSpacing(4)
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.title, 1)
+        # same height as the breakdown's header with its toggle buttons, so the two plots line up
+        spacer = QToolButton(self)
+        spacer.setObjectName("toggle")
+        spacer.setText(" ")
+        spacer.setEnabled(False)
+        spacer.setVisible(False)
+        sp = spacer.sizePolicy()
+        sp.setRetainSizeWhenHidden(True)
+        spacer.setSizePolicy(sp)
+        header.addWidget(spacer)
+        layout.addLayout(header)
+        layout.addWidget(self.plot, 1)
+
+    def show_view(self, view: EstimateView) -> None:
+        plot = self.plot
+        for item in [*self.bar_items, *self._extras]:
+            plot.removeItem(item)
+        self.bar_items = []
+        self._extras = []
+        phases = view.phases
+        self.phase_names = [p.name for p in phases]
+        names = list(view.colors)
+        stacks: dict[str, list[float]] = {n: [0.0] * len(phases) for n in names}
+        for i, p in enumerate(phases):
+            for name, b in p.parts:
+                stacks.setdefault(name, [0.0] * len(phases))[i] += b / GIB
+        self.stacks = {n: v for n, v in stacks.items() if any(v)}
+        xs = list(range(len(phases)))
+        bottoms = [0.0] * len(phases)
+        for name, heights in self.stacks.items():
+            bar = pg.BarGraphItem(
+                x=xs,
+                height=heights,
+                y0=list(bottoms),
+                width=0.62,
+                brush=QColor(view.colors.get(name, theme.UNKNOWN_COLOR)),
+                pen=pg.mkPen("#ffffff", width=1),
+            )
+            plot.addItem(bar)
+            self.bar_items.append(bar)
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        for i, p in enumerate(phases):
+            text = _label(f"{p.total / GIB:.2f}", theme.TEXT, (0.5, 1.0), bold=p.is_peak, size=8)
+            text.setPos(i, p.total / GIB)
+            plot.addItem(text)
+            self._extras.append(text)
+        top, gpu_in_range = _y_top(view, max([p.total / GIB for p in phases], default=0.0))
+        self._extras += _gpu_marks(plot, view, top, gpu_in_range, len(phases) - 0.42)
+        plot.getPlotItem().getAxis("bottom").setTicks(
+            [[(i, f"{p.name} (peak)" if p.is_peak else p.name) for i, p in enumerate(phases)]]
+        )
+        plot.setRange(xRange=(-0.6, len(phases) - 0.4), yRange=(0, top), padding=0)
