@@ -151,7 +151,12 @@ def _level(method: str) -> str:
 def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
     facts = models.facts(row["base_model"])
     catalog = models.catalog
-    gpu = _gpu(str(row["hardware"]["gpu"]), catalog)
+    try:
+        gpu = _gpu(str(row["hardware"]["gpu"]), catalog)
+    except KeyError:
+        if not row["task"].startswith("serving-load (weights)"):
+            raise
+        gpu = catalog.gpu("A100 80GB SXM")  # weights per worker do not depend on the GPU
     weights = _weights(row)
     measured = row["measured"]
     if row["task"] == "inference-generate":
