@@ -194,3 +194,15 @@ def test_multimodal_checkpoint_loads_vision_tower_in_transformers_not_llamacpp()
 def test_workspace_smaller_before_hopper() -> None:
     est = run("Qwen/Qwen3-0.6B", "A100 80GB SXM", input_len=8, output_len=8)
     assert comp(est, "cuBLAS workspace") < 9 * MIB
+
+
+def test_llamacpp_buffers_for_llama_8b_q4_k_m() -> None:
+    # llama.cpp's load log for Llama-3.1-8B Q4_K_M, -ngl 99, n_ctx 8192, flash attention, n_ubatch 512:
+    # CUDA0 model buffer 4403.49 MiB, CPU (token embeddings) 281.81 MiB, KV 1024.00 MiB, compute 258.50 MiB
+    est = run(
+        "meta-llama/Llama-3.1-8B", "RTX 4090", weights="q4_k_m", engine="llamacpp", input_len=7680, output_len=512
+    )
+    assert round(comp(est, "weights") / MIB, 2) == 4403.49
+    assert round(est.host_bytes / MIB, 2) == 281.81
+    assert comp(est, "KV cache") == 1024 * MIB
+    assert comp(est, "compute buffer") == int(258.5 * MIB)

@@ -523,7 +523,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     else:
         layer_buf = ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
         what = "no flash attention: F32 KQ scores of one ubatch over the whole context"
-    compute = max(logits, layer_buf) + ub * arch.hidden * 4 * 2
+    compute = max(logits, layer_buf) + ub * arch.hidden * 4
     comps.append(
         Component(
             name="compute buffer",
