@@ -94,8 +94,11 @@ class Models:
     def facts(self, model_id: str) -> ModelFacts:
         if model_id in self.cache:
             return self.cache[model_id]
+        local = DATA / "configs" / (model_id.replace("/", "__") + ".json")
         if self.catalog.find(model_id) is not None:
             facts = self.catalog.facts(model_id)
+        elif local.is_file():
+            facts = model_facts(json.loads(local.read_text(encoding="utf-8")), model_id)
         elif model_id in self.yaml:
             facts = model_facts(_config_from_models_yaml(self.yaml[model_id]), model_id)
         else:
@@ -246,6 +249,25 @@ def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
     raise LookupError(f"task '{row['task']}' is not an inference estimate yet (fine-tuning lands separately)")
 
 
+def run_heldout(catalog: Catalog | None = None) -> list[Row]:
+    """The held-out set (benchmarks/data/heldout_qwen25.yaml): published measurements never used to set anything."""
+    data = yaml.safe_load((DATA / "heldout_qwen25.yaml").read_text(encoding="utf-8"))
+    models = Models(catalog or default_catalog())
+    gpu = models.catalog.gpu(data["gpu"])
+    rows = []
+    for item in data["rows"]:
+        facts = models.facts(item["model"])
+        work = {"kind": "inference", "engine": "transformers", "attention": "flash", "batch": 1,
+                "input_len": item["input_len"], "output_len": data["output_len"]}
+        scenario = Scenario.model_validate({"model": {"id": facts.model_id}, "weights": item["weights"],
+                                            "workload": work, "hardware": {"gpu": gpu.name}})
+        est = estimate(scenario, facts, gpu)
+        rid = f"qwen25-{item['model'].split('/')[-1]}-{item['weights']}-in{item['input_len']}"
+        rows.append(Row(rid, "held-out Qwen2.5", item["weights"], "allocated", float(item["measured_gib"]),
+                        est.peak_allocated_bytes / GIB, "A"))
+    return rows
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -289,8 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", action="store_true", help="print every row")
     args = parser.parse_args(argv)
     rows, skipped = run()
+    heldout = run_heldout()
     if args.rows:
-        for r in rows:
+        for r in rows + heldout:
             print(
                 f"{r.id:55s} {r.level:28s} measured {r.measured_gib:8.3f}  estimate {r.estimate_gib:8.3f}  "
                 f"{100 * r.error:+6.1f}%"
@@ -302,19 +325,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{title}:  group  n  median|err|%  p90|err|%")
         for g, s in table.items():
             print(f"  {g:24s} {s['n']:4d} {s['median']:8.2f} {s['p90']:8.2f}")
+    held_src = summarize(heldout, "source")
+    held_fmt = summarize(heldout, "weights")
+    print(f"\nheld-out set ({len(heldout)} published measurements outside the calibration set):")
+    for g, st in {**held_fmt, "all": held_src["all"]}.items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    signed = sorted(r.error for r in heldout)
+    print(f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
+          f"max {100 * signed[-1]:+.1f}%")
     inference_skips = [s for s in skipped if "fine-tuning" not in s[1]]
     print(f"\nskipped inference rows ({len(inference_skips)}):")
     for rid, why in inference_skips:
         print(f"  {rid}: {why}")
     print(f"skipped fine-tuning rows: {len(skipped) - len(inference_skips)} (estimated once fine-tuning lands)")
-    current = {"by_source": by_source, "by_weights": by_format}
+    current = {"by_source": by_source, "by_weights": by_format, "heldout": {**held_fmt, "all": held_src["all"]}}
     if args.update_baseline or not BASELINE.exists():
         BASELINE.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
         print(f"\nbaseline written to {BASELINE.name}")
         return 0
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     regressions = []
-    for section in ("by_source", "by_weights"):
+    for section in ("by_source", "by_weights", "heldout"):
         for group, old in baseline.get(section, {}).items():
             new = current[section].get(group)
             if new is None:

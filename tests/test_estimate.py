@@ -206,3 +206,11 @@ def test_llamacpp_buffers_for_llama_8b_q4_k_m() -> None:
     assert round(est.host_bytes / MIB, 2) == 281.81
     assert comp(est, "KV cache") == 1024 * MIB
     assert comp(est, "compute buffer") == int(258.5 * MIB)
+
+
+def test_gptq_4bit_exllama_scratch_only_for_4_bit() -> None:
+    int4 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int4", input_len=1, output_len=8)
+    int8 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int8", input_len=1, output_len=8)
+    # the largest matrix (18944 x 3584) dequantised to fp16 + 2048 x 18944 fp16 state
+    assert comp(int4, "GPTQ kernel scratch") == 18944 * 3584 * 2 + 2048 * 18944 * 2
+    assert all(c.name != "GPTQ kernel scratch" for c in int8.components)

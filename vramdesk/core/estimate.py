@@ -199,6 +199,7 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
         gpu_count=gpu_count,
         tp=scenario.parallelism.tp,
         weight_kind=fmt.kind,
+        weight_bits=fmt.bits,
     )
     run: EngineRun
     if work.engine == "transformers":

@@ -34,6 +34,7 @@ class Context:
     gpu_count: int
     tp: int
     weight_kind: str
+    weight_bits: int | None = None
 
 
 @dataclass
@@ -148,6 +149,38 @@ def _max_layer_transient(arch: Architecture, n: int, seqs: int, s: int, c: int, 
     return best, text
 
 
+#: exllama v2 kernels (the default for 4-bit GPTQ in transformers through AutoGPTQ / optimum) size their
+#: scratch for this many input tokens per matmul
+EXLLAMA_MAX_INPUT_LEN = 2048
+
+
+def _gptq_scratch(ctx: Context) -> list[Component]:
+    """Persistent scratch of the exllama v2 4-bit GPTQ kernels: one dequantised fp16 matrix (the largest layer)
+    plus a ``max_input_len x max(in, out)`` fp16 state buffer, allocated once after loading."""
+    if ctx.weight_kind != "gptq" or ctx.weight_bits != 4:
+        return []
+    arch = ctx.arch
+    widest = max(
+        [arch.hidden]
+        + [layer.intermediate for layer in ctx.arch.layers]
+        + [layer.n_heads * layer.head_dim for layer in arch.layers]
+    )
+    state = EXLLAMA_MAX_INPUT_LEN * widest * 2
+    size = ctx.weights.largest_dequant + state
+    return [
+        Component(
+            name="GPTQ kernel scratch",
+            bytes=size,
+            category="overhead",
+            explain=(
+                f"exllama v2 kernels allocate a dequantisation buffer for the largest matrix "
+                f"({ctx.weights.largest_dequant:,} B fp16) and a {EXLLAMA_MAX_INPUT_LEN} x {widest} fp16 state "
+                "buffer when the model is loaded"
+            ),
+        )
+    ]
+
+
 def transformers_run(ctx: Context) -> EngineRun:
     arch, work = ctx.arch, ctx.work
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
@@ -164,7 +197,8 @@ def transformers_run(ctx: Context) -> EngineRun:
     )
     ws = _workspace(ctx.gpu)
 
-    load = [weights, ws]
+    kernel = _gptq_scratch(ctx)
+    load = [weights, ws, *kernel]
     if ctx.on_the_fly:
         load.append(
             Component(
@@ -243,7 +277,7 @@ def transformers_run(ctx: Context) -> EngineRun:
         explain=f"{best[1]} (the larger of the layer transient and the logits; "
         "activations of earlier layers are freed in inference)",
     )
-    prefill = [weights, kv_component(kv_pre.kv_bytes, s_in, kv_pre.explain), *state, prefill_transient, ws]
+    prefill = [weights, kv_component(kv_pre.kv_bytes, s_in, kv_pre.explain), *state, prefill_transient, ws, *kernel]
 
     decode_tr = b * arch.vocab * (c + 4 + 4) + kv_end.largest_layer_bytes // 2
     decode_transient = Component(
@@ -256,7 +290,14 @@ def transformers_run(ctx: Context) -> EngineRun:
             f"({kv_end.largest_layer_bytes // 2:,} B)"
         ),
     )
-    decode = [weights, kv_component(kv_end.kv_bytes, total_tokens, kv_end.explain), *state, decode_transient, ws]
+    decode = [
+        weights,
+        kv_component(kv_end.kv_bytes, total_tokens, kv_end.explain),
+        *state,
+        decode_transient,
+        ws,
+        *kernel,
+    ]
 
     phases = [Phase(name="load", components=tuple(load)), Phase(name="prefill", components=tuple(prefill))]
     if s_out > 0:
