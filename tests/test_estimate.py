@@ -214,3 +214,27 @@ def test_gptq_4bit_exllama_scratch_only_for_4_bit() -> None:
     # the largest matrix (18944 x 3584) dequantised to fp16 + 2048 x 18944 fp16 state
     assert comp(int4, "GPTQ kernel scratch") == 18944 * 3584 * 2 + 2048 * 18944 * 2
     assert all(c.name != "GPTQ kernel scratch" for c in int8.components)
+
+
+def test_device_map_split_over_gpus() -> None:
+    cat = default_catalog()
+    facts = cat.facts("Qwen/Qwen3-8B")
+    one = run("Qwen/Qwen3-8B", "RTX 4090", input_len=4096, output_len=256)
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "hardware": {"gpu": "RTX 4090", "gpu_count": 3},
+            "workload": {"kind": "inference", "input_len": 4096, "output_len": 256},
+        }
+    )
+    three = estimate(s, facts, cat.gpu("RTX 4090"))
+    assert len(three.per_gpu) == 3
+    w_total = comp(one, "weights")
+    split = [
+        next(c.bytes for c in max(p, key=lambda ph: ph.allocated_bytes).components if c.name == "weights")
+        for p in (three.phases,)
+    ]
+    assert split[0] < w_total / 2
+    # every GPU needs less than the single GPU did, and the verdict uses the busiest one
+    assert max(g.device_bytes for g in three.per_gpu) < one.device_bytes
+    assert three.fit is not None and three.fit.required_bytes == max(g.device_bytes for g in three.per_gpu)

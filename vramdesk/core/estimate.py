@@ -212,12 +212,25 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     peak: Phase = max(run.phases, key=lambda p: p.allocated_bytes)
     allocated = peak.allocated_bytes
     reserved = allocated + run.reserved_slack
-    device = reserved + sum(c.bytes for c in run.device_extra)
-    per_gpu = tuple(
-        GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
-        for i in range(max(1, run.gpu_count))
-    )
-    fit = verdict(device, gpu, gpu_count) if gpu is not None else None
+    extra = sum(c.bytes for c in run.device_extra)
+    device = reserved + extra
+    if run.per_gpu_phases:
+        shares = []
+        for i, (phases, slack) in enumerate(zip(run.per_gpu_phases, run.per_gpu_slack, strict=True)):
+            a = max(p.allocated_bytes for p in phases)
+            shares.append(
+                GpuShare(index=i, peak_allocated_bytes=a, peak_reserved_bytes=a + slack, device_bytes=a + slack + extra)
+            )
+        per_gpu = tuple(shares)
+    else:
+        per_gpu = tuple(
+            GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
+            for i in range(max(1, run.gpu_count))
+        )
+    if gpu_count > len(per_gpu) and work.engine == "transformers":
+        warnings.append(f"{gpu_count} GPUs but only {len(per_gpu)} get layers: the others hold nothing of this model")
+    # the verdict is decided by the busiest GPU
+    fit = verdict(max(g.device_bytes for g in per_gpu), gpu, gpu_count) if gpu is not None else None
     constants = dict(K.SOURCES)
     constants["reserved"] = run.reserved_explain
     return Estimate(

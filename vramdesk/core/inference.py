@@ -50,7 +50,9 @@ class EngineRun:
     warnings: list[str] = field(default_factory=list)
     #: fraction of the model GPU 0 holds when it is split over several GPUs (for per-GPU figures)
     gpu_count: int = 1
-    per_gpu_allocated: list[int] = field(default_factory=list)
+    #: phases of every GPU when the model is split (GPU 0 first); empty = all GPUs alike
+    per_gpu_phases: list[list[Phase]] = field(default_factory=list)
+    per_gpu_slack: list[int] = field(default_factory=list)
 
 
 def _fmt_gib(n: float) -> str:
@@ -181,45 +183,66 @@ def _gptq_scratch(ctx: Context) -> list[Component]:
     ]
 
 
-def transformers_run(ctx: Context) -> EngineRun:
+def split_layers(n_layers: int, n_gpus: int) -> list[range]:
+    """Contiguous layer ranges per GPU, as accelerate's balanced ``device_map="auto"`` assigns them."""
+    n_gpus = max(1, min(n_gpus, n_layers))
+    base, extra = divmod(n_layers, n_gpus)
+    out, start = [], 0
+    for g in range(n_gpus):
+        size = base + (1 if g < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def _transformers_gpu(ctx: Context, layers: range, first: bool, last: bool, n_gpus: int) -> tuple[list[Phase], int]:
+    """Phases of one GPU holding ``layers`` (GPU 0 also the embedding, the last one the head and the logits)."""
     arch, work = ctx.arch, ctx.work
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
     c = ctx.compute_bytes
     total_tokens = s_in + s_out
-    warnings: list[str] = []
-    n_gpus = max(1, ctx.gpu_count)
-    # device_map="auto" splits layers over the GPUs in order: GPU 0 holds the embedding and its share
-    share = 1.0 / n_gpus
-    weights = _weights_component(
-        ctx,
-        1.0 if n_gpus == 1 else share,
-        "" if n_gpus == 1 else f"device_map='auto' over {n_gpus} GPUs: GPU 0's share",
+    w = ctx.weights
+    specs = tuple(arch.layers[i] for i in layers)
+    where = (
+        ""
+        if n_gpus == 1
+        else f"device_map='auto' over {n_gpus} GPUs: this GPU holds layers {layers.start}-{layers.stop - 1}"
     )
+    if n_gpus == 1:
+        weights = _weights_component(ctx)
+    else:
+        part = sum(w.per_layer.get(i, 0) for i in layers)
+        part += (w.embedding + w.other) if first else 0
+        part += w.head if last else 0
+        weights = _weights_component(
+            ctx, 1.0, where + (" + embeddings" if first else "") + (" + lm_head" if last else "")
+        )
+        weights = weights.model_copy(update={"bytes": part})
     ws = _workspace(ctx.gpu)
-
     kernel = _gptq_scratch(ctx)
     load = [weights, ws, *kernel]
     if ctx.on_the_fly:
         load.append(
             Component(
                 name="quantisation on load",
-                bytes=ctx.weights.largest_dequant,
+                bytes=w.largest_dequant,
                 category="activations",
                 explain="bitsandbytes quantises while loading: the largest 16-bit matrix sits on the GPU before it is "
                 "converted",
             )
         )
+    kv_pre = plan_kv(arch, "transformers", tokens=s_in, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs)
+    kv_end = plan_kv(
+        arch, "transformers", tokens=total_tokens, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs
+    )
 
-    kv_pre = plan_kv(arch, "transformers", tokens=s_in, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c)
-    kv_end = plan_kv(arch, "transformers", tokens=total_tokens, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c)
-
-    def kv_component(plan_bytes: int, tokens: int, explain: str) -> Component:
+    def kv_component(plan_bytes: int, explain: str) -> Component:
         return Component(
             name="KV cache",
-            bytes=round(plan_bytes * share),
+            bytes=plan_bytes,
             category="kv_cache",
             explain=f"{explain}; {ctx.kv_label} (DynamicCache grows with every token)"
-            + ("" if n_gpus == 1 else f"; GPU 0 holds 1/{n_gpus} of the layers"),
+            + (f"; {where}" if where else ""),
         )
 
     state = []
@@ -227,45 +250,45 @@ def transformers_run(ctx: Context) -> EngineRun:
         state.append(
             Component(
                 name="linear-attention state",
-                bytes=round(kv_end.state_bytes * share),
+                bytes=kv_end.state_bytes,
                 category="state",
                 explain=f"constant per sequence: {kv_end.state_bytes_per_sequence:,} B x {b}",
             )
         )
 
     n = b * s_in
-    layer_b, layer_text = _max_layer_transient(arch, n, b, s_in, c, work.attention)
-    if work.full_prompt_logits:
-        logits_b = b * s_in * arch.vocab * (c + 4)
-        logits_text = (
-            f"logits for every prompt position (transformers < 4.45): batch {b} x {s_in} x vocab "
-            f"{arch.vocab} x ({c} + 4 fp32) B"
-        )
-    else:
-        logits_b = b * arch.vocab * (c + 4) + n * arch.hidden * c
-        logits_text = (
-            f"last-position logits only (generate() since transformers 4.45): batch {b} x vocab "
-            f"{arch.vocab} x ({c} + 4 fp32) B, plus the final hidden states"
-        )
-    transients = [
-        (layer_b, f"one layer's intermediates at {n} prompt tokens: {layer_text}", "activations"),
-        (logits_b, logits_text, "logits"),
-    ]
+    sub = arch.model_copy(update={"layers": specs}) if n_gpus > 1 else arch
+    layer_b, layer_text = _max_layer_transient(sub, n, b, s_in, c, work.attention)
+    transients = [(layer_b, f"one layer's intermediates at {n} prompt tokens: {layer_text}", "activations")]
+    if last:
+        if work.full_prompt_logits:
+            logits_b = b * s_in * arch.vocab * (c + 4)
+            logits_text = (
+                f"logits for every prompt position (transformers < 4.45): batch {b} x {s_in} x vocab "
+                f"{arch.vocab} x ({c} + 4 fp32) B"
+            )
+        else:
+            logits_b = b * arch.vocab * (c + 4) + n * arch.hidden * c
+            logits_text = (
+                f"last-position logits only (generate() since transformers 4.45): batch {b} x vocab "
+                f"{arch.vocab} x ({c} + 4 fp32) B, plus the final hidden states"
+            )
+        transients.append((logits_b, logits_text, "logits"))
     if ctx.weight_kind == "awq" and n >= 1024:
         transients.append(
             (
-                layer_b + ctx.weights.largest_dequant,
+                layer_b + w.largest_dequant,
                 "AWQ GEMM kernels dequantise a whole matrix to fp16 when batch x tokens >= 1024: "
-                f"{ctx.weights.largest_dequant:,} B on top of the layer's intermediates",
+                f"{w.largest_dequant:,} B on top of the layer's intermediates",
                 "activations",
             )
         )
     if ctx.weight_kind == "bnb4" and n > 1:
         transients.append(
             (
-                layer_b + ctx.weights.largest_dequant,
+                layer_b + w.largest_dequant,
                 "bitsandbytes 4-bit dequantises each matrix to 16 bits for multi-token matmuls: the largest "
-                f"({ctx.weights.largest_dequant:,} B) on top of the layer's intermediates",
+                f"({w.largest_dequant:,} B) on top of the layer's intermediates",
                 "activations",
             )
         )
@@ -277,9 +300,10 @@ def transformers_run(ctx: Context) -> EngineRun:
         explain=f"{best[1]} (the larger of the layer transient and the logits; "
         "activations of earlier layers are freed in inference)",
     )
-    prefill = [weights, kv_component(kv_pre.kv_bytes, s_in, kv_pre.explain), *state, prefill_transient, ws, *kernel]
+    prefill = [weights, kv_component(kv_pre.kv_bytes, kv_pre.explain), *state, prefill_transient, ws, *kernel]
 
-    decode_tr = b * arch.vocab * (c + 4 + 4) + kv_end.largest_layer_bytes // 2
+    logits_step = b * arch.vocab * (c + 4 + 4) if last else 0
+    decode_tr = logits_step + kv_end.largest_layer_bytes // 2
     decode_transient = Component(
         name="decode step",
         bytes=decode_tr,
@@ -290,21 +314,32 @@ def transformers_run(ctx: Context) -> EngineRun:
             f"({kv_end.largest_layer_bytes // 2:,} B)"
         ),
     )
-    decode = [
-        weights,
-        kv_component(kv_end.kv_bytes, total_tokens, kv_end.explain),
-        *state,
-        decode_transient,
-        ws,
-        *kernel,
-    ]
+    decode = [weights, kv_component(kv_end.kv_bytes, kv_end.explain), *state, decode_transient, ws, *kernel]
 
     phases = [Phase(name="load", components=tuple(load)), Phase(name="prefill", components=tuple(prefill))]
     if s_out > 0:
         phases.append(Phase(name="decode", components=tuple(decode)))
+    return phases, kv_end.largest_layer_bytes
 
-    peak = max(phases, key=lambda p: p.allocated_bytes)
-    slack, slack_text = _torch_reserved_slack(ctx, peak, kv_end.largest_layer_bytes)
+
+def transformers_run(ctx: Context) -> EngineRun:
+    arch, work = ctx.arch, ctx.work
+    c = ctx.compute_bytes
+    warnings: list[str] = []
+    n_gpus = max(1, ctx.gpu_count)
+    if ctx.tp > 1:
+        warnings.append("transformers: tensor parallelism is estimated as a device_map split of the layers")
+    ranges = split_layers(arch.n_layers, n_gpus)
+    per_gpu: list[list[Phase]] = []
+    slacks: list[int] = []
+    slack_text = ""
+    for g, layers in enumerate(ranges):
+        phases, largest = _transformers_gpu(ctx, layers, g == 0, g == len(ranges) - 1, len(ranges))
+        peak = max(phases, key=lambda p: p.allocated_bytes)
+        slack, text = _torch_reserved_slack(ctx, peak, largest, len(layers))
+        per_gpu.append(phases)
+        slacks.append(slack)
+        slack_text = slack_text or text
     context = Component(
         name="CUDA context",
         bytes=K.CUDA_CONTEXT_TORCH,
@@ -317,26 +352,37 @@ def transformers_run(ctx: Context) -> EngineRun:
             "flash-attention 2 does not support attention sinks: transformers uses eager or kernels "
             "attention for gpt-oss"
         )
-    per_tok = kv_end.bytes_per_token_growing
+    kv_all = plan_kv(
+        arch,
+        "transformers",
+        tokens=ctx.input_len + work.output_len,
+        seqs=work.batch,
+        kv_bits=ctx.kv_bits,
+        compute_bytes=c,
+    )
     info = EngineInfo(
-        engine="transformers", kv_bytes_per_token=per_tok, state_bytes_per_sequence=kv_end.state_bytes_per_sequence
+        engine="transformers",
+        kv_bytes_per_token=kv_all.bytes_per_token_growing,
+        state_bytes_per_sequence=kv_all.state_bytes_per_sequence,
     )
     return EngineRun(
-        phases=phases,
+        phases=per_gpu[0],
         device_extra=[context],
-        reserved_slack=slack,
+        reserved_slack=slacks[0],
         reserved_explain=slack_text,
         host_bytes=0,
         info=info,
         warnings=warnings,
-        gpu_count=n_gpus,
+        gpu_count=len(ranges),
+        per_gpu_phases=per_gpu,
+        per_gpu_slack=slacks,
     )
 
 
-def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int) -> tuple[int, str]:
+def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int, n_layers: int) -> tuple[int, str]:
     """max_memory_reserved - max_memory_allocated for a transformers process (PyTorch caching allocator)."""
     # every large block is rounded to 2 MiB: on average 1 MiB per tensor >= 1 MiB; weights are ~7 tensors/layer
-    n_big = 7 * ctx.arch.n_layers + 2
+    n_big = 7 * n_layers + 2
     rounding = n_big * K.ALLOC_ROUND_LARGE // 2
     # DynamicCache grows by concatenation: freed smaller K/V blocks can rarely serve the next, larger request,
     # so about one layer's K+V stays cached but unused; transients get their own 20 MiB-granular segments
