@@ -238,3 +238,12 @@ def test_device_map_split_over_gpus() -> None:
     # every GPU needs less than the single GPU did, and the verdict uses the busiest one
     assert max(g.device_bytes for g in three.per_gpu) < one.device_bytes
     assert three.fit is not None and three.fit.required_bytes == max(g.device_bytes for g in three.per_gpu)
+
+
+def test_vllm_verdict_uses_the_requests_against_the_utilisation_budget() -> None:
+    ok = run("meta-llama/Llama-3.1-8B", "RTX 4090", engine="vllm", input_len=4000, output_len=96)
+    assert ok.fit is not None and ok.fit.verdict == "fits" and "gpu_memory_utilization" in ok.fit.message
+    # the pool cannot hold four 101k-token sequences: no "fits" just because util x total < total
+    bad = run("meta-llama/Llama-3.1-8B", "RTX 4090", engine="vllm", input_len=100_000, output_len=1000, batch=4)
+    assert bad.fit is not None and bad.fit.verdict == "does not fit"
+    assert bad.device_bytes < default_catalog().gpu("RTX 4090").memory_bytes

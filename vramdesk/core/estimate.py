@@ -230,7 +230,12 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     if gpu_count > len(per_gpu) and work.engine == "transformers":
         warnings.append(f"{gpu_count} GPUs but only {len(per_gpu)} get layers: the others hold nothing of this model")
     # the verdict is decided by the busiest GPU
-    fit = verdict(max(g.device_bytes for g in per_gpu), gpu, gpu_count) if gpu is not None else None
+    required = run.fit_required if run.fit_required is not None else max(g.device_bytes for g in per_gpu)
+    fit = (
+        verdict(required, gpu, gpu_count, budget_bytes=run.fit_budget, budget_label=run.fit_budget_label)
+        if gpu is not None
+        else None
+    )
     constants = dict(K.SOURCES)
     constants["reserved"] = run.reserved_explain
     return Estimate(

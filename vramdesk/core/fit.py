@@ -11,12 +11,21 @@ def headroom(memory_bytes: int) -> int:
     return max(K.FIT_HEADROOM_MIN, int(memory_bytes * K.FIT_HEADROOM_FRACTION))
 
 
-def verdict(required_bytes: int, gpu: GpuSpec, gpu_count: int = 1) -> Fit:
-    """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it)."""
+def verdict(
+    required_bytes: int, gpu: GpuSpec, gpu_count: int = 1, *, budget_bytes: int | None = None, budget_label: str = ""
+) -> Fit:
+    """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it).
+
+    ``budget_bytes`` caps what the engine will use (vLLM: gpu_memory_utilization x total); the headroom then
+    applies inside that budget, which already leaves the rest of the GPU free.
+    """
     available = gpu.memory_bytes if gpu.free_bytes is None else min(gpu.memory_bytes, gpu.free_bytes)
-    room = headroom(gpu.memory_bytes)
-    margin = (available - required_bytes) / available
     where = "free" if gpu.free_bytes is not None else "total"
+    room = headroom(gpu.memory_bytes)
+    if budget_bytes is not None and budget_bytes < available:
+        available, where = budget_bytes, budget_label or "budget"
+        room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
+    margin = (available - required_bytes) / available
     if required_bytes > available:
         v = "does not fit"
         msg = (

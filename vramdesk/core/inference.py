@@ -53,6 +53,10 @@ class EngineRun:
     #: phases of every GPU when the model is split (GPU 0 first); empty = all GPUs alike
     per_gpu_phases: list[list[Phase]] = field(default_factory=list)
     per_gpu_slack: list[int] = field(default_factory=list)
+    #: engines with a fixed budget (vLLM): the least memory the requests need, and the budget it must fit
+    fit_required: int | None = None
+    fit_budget: int | None = None
+    fit_budget_label: str = ""
 
 
 def _fmt_gib(n: float) -> str:
@@ -521,6 +525,9 @@ def vllm_run(ctx: Context) -> EngineRun:
         info=info,
         warnings=warnings,
         gpu_count=tp,
+        fit_required=fixed + need_kv,
+        fit_budget=info_kwargs.get("pool_bytes"),
+        fit_budget_label=f"within gpu_memory_utilization {opts.gpu_memory_utilization}",
     )
 
 
