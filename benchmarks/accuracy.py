@@ -257,14 +257,35 @@ def run_heldout(catalog: Catalog | None = None) -> list[Row]:
     rows = []
     for item in data["rows"]:
         facts = models.facts(item["model"])
-        work = {"kind": "inference", "engine": "transformers", "attention": "flash", "batch": 1,
-                "input_len": item["input_len"], "output_len": data["output_len"]}
-        scenario = Scenario.model_validate({"model": {"id": facts.model_id}, "weights": item["weights"],
-                                            "workload": work, "hardware": {"gpu": gpu.name}})
+        work = {
+            "kind": "inference",
+            "engine": "transformers",
+            "attention": "flash",
+            "batch": 1,
+            "input_len": item["input_len"],
+            "output_len": data["output_len"],
+        }
+        scenario = Scenario.model_validate(
+            {
+                "model": {"id": facts.model_id},
+                "weights": item["weights"],
+                "workload": work,
+                "hardware": {"gpu": gpu.name},
+            }
+        )
         est = estimate(scenario, facts, gpu)
         rid = f"qwen25-{item['model'].split('/')[-1]}-{item['weights']}-in{item['input_len']}"
-        rows.append(Row(rid, "held-out Qwen2.5", item["weights"], "allocated", float(item["measured_gib"]),
-                        est.peak_allocated_bytes / GIB, "A"))
+        rows.append(
+            Row(
+                rid,
+                "held-out Qwen2.5",
+                item["weights"],
+                "allocated",
+                float(item["measured_gib"]),
+                est.peak_allocated_bytes / GIB,
+                "A",
+            )
+        )
     return rows
 
 
@@ -331,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     for g, st in {**held_fmt, "all": held_src["all"]}.items():
         print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
     signed = sorted(r.error for r in heldout)
-    print(f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
-          f"max {100 * signed[-1]:+.1f}%")
+    print(
+        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
+        f"max {100 * signed[-1]:+.1f}%"
+    )
     inference_skips = [s for s in skipped if "fine-tuning" not in s[1]]
     print(f"\nskipped inference rows ({len(inference_skips)}):")
     for rid, why in inference_skips:

@@ -247,3 +247,21 @@ def test_vllm_verdict_uses_the_requests_against_the_utilisation_budget() -> None
     bad = run("meta-llama/Llama-3.1-8B", "RTX 4090", engine="vllm", input_len=100_000, output_len=1000, batch=4)
     assert bad.fit is not None and bad.fit.verdict == "does not fit"
     assert bad.device_bytes < default_catalog().gpu("RTX 4090").memory_bytes
+
+
+@pytest.mark.parametrize("weights", ["bf16", "gptq-int4", "awq-int4", "nf4-dq", "int8", "fp8-block", "q4_k_m"])
+def test_weight_pricing_equals_a_tensor_by_tensor_sum(weights: str) -> None:
+    from vramdesk.core.dtypes import parse_weight_format
+    from vramdesk.core.weights import gguf_name, weight_bytes
+
+    facts = default_catalog().facts("Qwen/Qwen3-30B-A3B")
+    fmt = parse_weight_format(weights)
+    got = weight_bytes(facts.tensors, fmt, frozenset({"text"}), facts.arch.n_layers).total
+    expected = 0
+    for t in facts.tensors:
+        name = gguf_name(t.name) if fmt.kind == "gguf" else t.name
+        if fmt.kind != "gguf" and len(t.shape) == 3:
+            expected += t.shape[0] * fmt.tensor_bytes(name, t.role, t.shape[1:], t.layer, facts.arch.n_layers)
+        else:
+            expected += fmt.tensor_bytes(name, t.role, t.shape, t.layer, facts.arch.n_layers)
+    assert got == expected

@@ -167,14 +167,13 @@ def _explain(
     state_seq: int,
 ) -> str:
     parts = []
-    seen: set[tuple[str, int, int, int | None]] = set()
+    groups: dict[tuple[str, int, int, int | None], list[LayerSpec]] = {}
     for layer in layers:
         el = _elements_per_token(layer, engine)
-        key = (layer.attention.value, el, layer.n_kv_heads, layer.window)
-        if key in seen or not el:
-            continue
-        seen.add(key)
-        n = sum(1 for x in layers if (x.attention.value, _elements_per_token(x, engine), x.n_kv_heads, x.window) == key)
+        if el:
+            groups.setdefault((layer.attention.value, el, layer.n_kv_heads, layer.window), []).append(layer)
+    for members in groups.values():
+        layer, n = members[0], len(members)
         if layer.attention == AttentionKind.MLA and layer.mla is not None:
             m = layer.mla
             if engine == "transformers":
