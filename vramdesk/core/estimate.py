@@ -23,7 +23,7 @@ from .inference import Context, EngineRun, llamacpp_run, transformers_run, vllm_
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
 from .result import Component, Estimate, GpuShare, Params, Phase
 from .scenario import InferenceWorkload, Scenario
-from .weights import WeightBytes, weight_bytes
+from .weights import WeightBytes, stored_weight_bytes, weight_bytes
 
 
 class EstimateError(ValueError):
@@ -42,6 +42,10 @@ class ModelFacts:
     notes: tuple[str, ...] = ()
     #: exact stored parameter total when a source (safetensors headers, the catalog) knows it
     stored_total: int | None = None
+    #: the checkpoint's own tensors with their stored bytes (safetensors / GGUF headers), when read
+    checkpoint: tuple[Tensor, ...] | None = None
+    #: where the checkpoint tensors were read ("safetensors headers of owner/name", "GGUF header of x.gguf")
+    checkpoint_source: str = ""
     _cache: dict[tuple[str, frozenset[str]], WeightBytes] = field(default_factory=dict, repr=False)
 
     def weights(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
@@ -69,10 +73,20 @@ def gguf_model_info(arch: Architecture) -> GgufModelInfo:
 
 
 def model_facts(
-    config: Mapping[str, Any], model_id: str = "", *, notes: tuple[str, ...] = (), stored_total: int | None = None
+    config: Mapping[str, Any],
+    model_id: str = "",
+    *,
+    notes: tuple[str, ...] = (),
+    stored_total: int | None = None,
+    checkpoint: tuple[Tensor, ...] | None = None,
+    checkpoint_source: str = "",
 ) -> ModelFacts:
+    """Normalise a config and build its inventory; ``checkpoint`` = the tensors a checkpoint really stores
+    (with ``stored_bytes``), which then price the weights whenever the scenario keeps the checkpoint's format."""
     arch = normalize(config)
     tensors = build_inventory(arch)
+    if checkpoint is not None and stored_total is None:
+        stored_total = sum(t.numel for t in checkpoint)
     return ModelFacts(
         model_id=model_id or arch.model_type,
         arch=arch,
@@ -80,6 +94,8 @@ def model_facts(
         counts=count_params(tensors),
         notes=notes,
         stored_total=stored_total,
+        checkpoint=checkpoint,
+        checkpoint_source=checkpoint_source,
     )
 
 
@@ -173,7 +189,15 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     fmt, on_the_fly = resolve_format(scenario, arch)
     # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
     parts = frozenset({"text", "vision"} if work.engine != "llamacpp" else {"text"})
-    wb = facts.weights(fmt, parts)
+    weights_label = fmt.label
+    if scenario.weights == "auto" and facts.checkpoint is not None:
+        # the checkpoint's own tensors: exact bytes from its headers, not a formula
+        key = ("stored", parts)
+        wb = facts._cache.get(key) or stored_weight_bytes(facts.checkpoint, parts)
+        facts._cache[key] = wb
+        weights_label = f"the checkpoint's stored dtypes ({facts.checkpoint_source or 'headers'})"
+    else:
+        wb = facts.weights(fmt, parts)
     kvb, kv_label = _kv(work, fmt, arch)
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     warnings = list(arch.warnings)
@@ -188,7 +212,7 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     ctx = Context(
         arch=arch,
         weights=wb,
-        weights_label=fmt.label,
+        weights_label=weights_label,
         on_the_fly=on_the_fly,
         compute_bytes=_compute_bytes(fmt),
         kv_bits=kvb,

@@ -26,6 +26,10 @@ class Tensor:
     part: str = "text"
     #: fraction of this tensor one token touches (MoE routed experts: top_k / num_experts)
     active: float = 1.0
+    #: exact bytes as stored in a checkpoint (safetensors / GGUF header); None for tensors derived from a config
+    stored_bytes: int | None = None
+    #: storage dtype as the checkpoint names it ("BF16", "F8_E4M3", "I32", "Q4_K", ...)
+    stored_dtype: str | None = None
 
     @property
     def numel(self) -> int:

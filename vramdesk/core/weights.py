@@ -84,6 +84,47 @@ class WeightBytes:
         return 8.0 * self.total / self.params if self.params else 0.0
 
 
+def stored_weight_bytes(tensors: tuple[Tensor, ...], parts: frozenset[str]) -> WeightBytes:
+    """Bytes exactly as a checkpoint stores them (tensors read from safetensors / GGUF headers carry
+    ``stored_bytes``; any without it count 2 bytes per element)."""
+    total = params = quantized = largest = largest_dq = 0
+    by_role: dict[str, int] = {}
+    per_layer: dict[int, int] = {}
+    embedding = head = other = 0
+    for t in tensors:
+        if t.part not in parts:
+            continue
+        nbytes = t.stored_bytes if t.stored_bytes is not None else 2 * t.numel
+        n = t.numel
+        params += n
+        if t.stored_dtype and t.stored_dtype.upper() not in ("BF16", "F16", "F32", "F64"):
+            quantized += n
+            largest_dq = max(largest_dq, 2 * (n // t.shape[0] if len(t.shape) == 3 else n))
+        total += nbytes
+        by_role[t.role] = by_role.get(t.role, 0) + nbytes
+        largest = max(largest, nbytes)
+        if t.layer is not None:
+            per_layer[t.layer] = per_layer.get(t.layer, 0) + nbytes
+        elif t.role == "embedding":
+            embedding += nbytes
+        elif t.role == "lm_head":
+            head += nbytes
+        else:
+            other += nbytes
+    return WeightBytes(
+        total=total,
+        by_role=by_role,
+        params=params,
+        quantized_params=quantized,
+        largest_tensor=largest,
+        largest_dequant=largest_dq,
+        per_layer=per_layer,
+        embedding=embedding,
+        head=head,
+        other=other,
+    )
+
+
 def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozenset[str], n_layers: int) -> WeightBytes:
     total = 0
     by_role: dict[str, int] = {}
