@@ -136,7 +136,7 @@ def test_config_json_path_and_generic_warning(tmp_path: Path) -> None:
         (("estimate", "Qwen/Qwen3-4B", "--weights", "int3x"), "int3x"),
         (("estimate", "Qwen/Qwen3-4B", "--gpu", "GTX 9999"), "GTX 9999"),
         (("estimate", "Qwen/Qwen3-4B", "--tp", "4"), "tp (4)"),
-        (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune"), "fine-tuning"),
+        (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune", "--method", "qlora", "--precision", "fp32"), "QLoRA"),
         (("estimate", "Qwen/Qwen3-4B", "--mode", "inference", "--lora-rank", "8"), "--lora-rank"),
         (("estimate", "./missing/config.json"), "no such file"),
         (("estimate",), "needs a MODEL"),

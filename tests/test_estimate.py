@@ -172,10 +172,11 @@ def test_fit_verdicts() -> None:
     assert big.fit is not None and big.fit.verdict == "does not fit" and "short by" in big.fit.message
 
 
-def test_fine_tuning_is_refused_with_a_clear_message() -> None:
+def test_fine_tuning_goes_through_the_training_phases() -> None:
     s = Scenario.model_validate({"model": {"id": "Qwen/Qwen3-4B"}, "workload": {"kind": "finetune"}})
-    with pytest.raises(EstimateError, match="fine-tuning"):
-        estimate(s, default_catalog().facts("Qwen/Qwen3-4B"))
+    est = estimate(s, default_catalog().facts("Qwen/Qwen3-4B"))
+    assert [p.name for p in est.phases][-1] == "optimizer step"
+    assert est.params.trainable > 0
 
 
 def test_unknown_weight_format_is_named() -> None:

@@ -23,6 +23,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
 from vramdesk.core.gpu import GIB
 from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import default_catalog
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import app as ui_app
@@ -142,7 +143,7 @@ def test_invalid_combinations_become_error_lines() -> None:
     assert unknown.view is None and unknown.error is not None and "nobody/no-such-model" in unknown.error
 
 
-def test_a_fine_tuning_scenario_says_why_it_cannot_be_estimated(qtbot) -> None:
+def test_a_fine_tuning_scenario_is_estimated_and_kept(qtbot) -> None:
     finetune = Scenario.model_validate(
         {"model": {"id": "Qwen/Qwen3-4B"}, "workload": {"kind": "finetune"}, "hardware": {"gpu": "RTX 4090"}}
     )
@@ -151,8 +152,11 @@ def test_a_fine_tuning_scenario_says_why_it_cannot_be_estimated(qtbot) -> None:
     assert scenario_from_form(finetune, form).workload.kind == "finetune"  # the form never drops it silently
     w = MainWindow(finetune)
     qtbot.addWidget(w)
-    assert w.verdict_label.text() == "Cannot estimate"
-    assert "fine-tuning" in w.message_label.text()
+    cat = default_catalog()
+    direct = estimate(finetune, cat.facts("Qwen/Qwen3-4B"), cat.gpu("RTX 4090"))
+    assert direct.fit is not None
+    assert w.verdict_label.text().lower() == direct.fit.verdict.lower()
+    assert direct.fit.message in w.message_label.text()
 
 
 @pytest.mark.parametrize(

@@ -48,6 +48,14 @@ EAGER_SCORES_BYTES = 10.3
 FIT_HEADROOM_FRACTION = 0.05
 FIT_HEADROOM_MIN = 256 * MIB
 
+#: training: reserved - allocated as a share of the activation / loss-head bytes at the peak. Activations and
+#: gradients of many sizes are freed and re-requested every step (ms-swift and HF forum reports put
+#: max_memory_reserved 5-20 % above allocated; 10 % used)
+TRAIN_FRAGMENTATION = 0.10
+#: NCCL communicator buffers per process (NVIDIA/nccl#964: 0.5-1.6 GiB); 768 MiB used
+NCCL_PER_PROCESS = 768 * MIB
+SOURCES_TRAINING = "reserved = allocated + 10 % of the activation/loss bytes + 2 MiB block rounding (5-20 % reported)"
+
 SOURCES = {
     "cuBLAS workspace": "PyTorch default CUBLAS_WORKSPACE_CONFIG (:4096:2:16:8, sm90+: :4096:8:16:8), "
     "allocated by the caching allocator",

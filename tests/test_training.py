@@ -1,0 +1,163 @@
+"""Fine-tuning estimates against the tensor-level trace of real HF code (shared/research/trace-oracle.md §3).
+
+The trace ran transformers + PyTorch on fake tensors (byte-exact against real CPU execution); its peaks are
+the oracle here: micro-batch 1 x 1024 tokens, sdpa, LoRA r=16 on q,k,v,o,gate,up,down.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.gpu import GIB
+from vramdesk.core.result import Estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import default_catalog
+
+QWEN, TINY, LLAMA = "Qwen/Qwen2.5-0.5B", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "meta-llama/Llama-3.1-8B"
+
+
+def train(
+    model: str, gpu: str | None = None, parallel: dict[str, Any] | None = None, gpus: int = 1, **work: Any
+) -> Estimate:
+    w = {"kind": "finetune", "seq_len": 1024, "micro_batch": 1, "lora_rank": 16, "grad_checkpointing": False, **work}
+    s = Scenario.model_validate(
+        {
+            "model": {"id": model},
+            "workload": w,
+            "parallelism": parallel or {},
+            "hardware": {"gpu": gpu, "gpu_count": gpus},
+        }
+    )
+    cat = default_catalog()
+    return estimate(s, cat.facts(model), cat.gpu(gpu) if gpu else None)
+
+
+TRACE = [
+    # model, method, precision, optimizer, checkpointing, traced peak GiB, traced peak phase
+    (QWEN, "full", "bf16", "adamw", False, 5.82, "loss"),
+    (QWEN, "full", "bf16", "adamw", True, 4.60, None),
+    (QWEN, "full", "amp-bf16", "adamw", True, 9.20, "optimizer"),
+    (QWEN, "lora", "bf16", "adamw", False, 4.63, "loss"),
+    (TINY, "full", "bf16", "adamw", False, 10.25, "optimizer"),
+    (TINY, "full", "bf16", "adamw", True, 10.25, "optimizer"),
+    (TINY, "full", "bf16", "adamw-fused", False, 8.36, "loss"),
+    (TINY, "full", "amp-bf16", "adamw", False, 20.49, "optimizer"),
+    (TINY, "lora", "bf16", "adamw", False, 5.32, "loss"),
+    (LLAMA, "full", "bf16", "adamw", False, 74.79, "optimizer"),
+    (LLAMA, "lora", "bf16", "adamw", False, 25.91, "loss"),
+    ("Qwen/Qwen3-30B-A3B", "full", "bf16", "adamw", False, 284.35, "optimizer"),
+    ("mistralai/Mixtral-8x7B-v0.1", "full", "bf16", "adamw", False, 434.95, "optimizer"),
+]
+
+
+@pytest.mark.parametrize(("model", "method", "prec", "opt", "ckpt", "peak", "phase"), TRACE)
+def test_matches_the_traced_peak(
+    model: str, method: str, prec: str, opt: str, ckpt: bool, peak: float, phase: str | None
+) -> None:
+    est = train(model, method=method, precision=prec, optimizer=opt, grad_checkpointing=ckpt)
+    assert est.peak_allocated_bytes / GIB == pytest.approx(peak, rel=0.02)
+    if phase:
+        assert est.peak_phase.startswith(phase)
+
+
+def test_gradients_are_not_alive_at_the_activation_peak() -> None:
+    est = train(QWEN, method="full")
+    assert est.peak_phase.startswith("loss")
+    assert all(c.category != "gradients" for c in est.components)
+    # loss head: 12 x b x s x V at the start of backward
+    assert next(c.bytes for c in est.components if c.name == "loss head") == 12 * 1024 * 151936
+
+
+def test_foreach_adamw_adds_one_state_copy_and_checkpointing_then_does_not_help() -> None:
+    plain = train(TINY, method="full")
+    ckpt = train(TINY, method="full", grad_checkpointing=True)
+    assert plain.peak_phase == ckpt.peak_phase == "optimizer step"
+    assert plain.peak_allocated_bytes == ckpt.peak_allocated_bytes
+    temp = next(c.bytes for c in plain.components if c.name == "optimizer step temporaries")
+    assert temp == 1_100_048_384 * 2  # one bf16 copy of every parameter
+    # where activations are the peak, checkpointing lowers it
+    assert (
+        train(QWEN, method="lora", grad_checkpointing=True).peak_allocated_bytes
+        < train(QWEN, method="lora").peak_allocated_bytes
+    )
+
+
+def test_lora_trainable_parameters_and_targets() -> None:
+    est = train(LLAMA, method="lora", lora_rank=16)
+    # per layer: q (4096+4096) + k (4096+1024) + v (4096+1024) + o (4096+4096) + gate/up (4096+14336) x2 + down
+    per_layer = 16 * ((4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 3)
+    assert est.params.trainable == 32 * per_layer
+    qv = train(LLAMA, method="lora", lora_rank=8, lora_targets=("q", "v"))
+    assert qv.params.trainable == 32 * 8 * ((4096 + 4096) + (4096 + 1024))
+    with pytest.raises(EstimateError, match="wqkv"):
+        train(LLAMA, method="lora", lora_targets=("wqkv",))
+
+
+def test_moe_lora_on_experts_multiplies_by_expert_count() -> None:
+    dense_like = train("mistralai/Mixtral-8x7B-v0.1", method="lora", lora_rank=8, lora_targets=("q",))
+    experts = train("mistralai/Mixtral-8x7B-v0.1", method="lora", lora_rank=8, lora_targets=("down",))
+    assert dense_like.params.trainable == 32 * 8 * (4096 + 4096)
+    assert experts.params.trainable == 32 * 8 * 8 * (14336 + 4096)
+
+
+def test_qlora_base_is_four_bit_and_adapters_fp32() -> None:
+    q = train(LLAMA, method="qlora")
+    lora = train(LLAMA, method="lora")
+    wq = next(c.bytes for c in q.components if c.name == "weights")
+    wl = next(c.bytes for c in lora.components if c.name == "weights")
+    assert wq < 0.4 * wl
+    with pytest.raises(EstimateError, match="QLoRA"):
+        train(LLAMA, method="qlora", precision="fp32")
+
+
+@pytest.mark.parametrize(("opt", "bytes_per_param"), [("adamw", 4), ("sgd", 2), ("lion", 2)])
+def test_optimizer_state_sizes_pure_bf16(opt: str, bytes_per_param: int) -> None:
+    est = train(QWEN, method="full", optimizer=opt)
+    states = next(c.bytes for p in est.phases for c in p.components if c.name == "optimizer states")
+    assert states == 494_032_768 * bytes_per_param
+
+
+def test_eight_bit_adam_is_smaller_than_adamw() -> None:
+    a = train(LLAMA, method="full", optimizer="adamw")
+    b = train(LLAMA, method="full", optimizer="adamw-8bit")
+    assert b.peak_allocated_bytes < a.peak_allocated_bytes - 20 * GIB
+
+
+def test_zero_sharding_matches_deepspeed_model_state_formulas() -> None:
+    # DeepSpeed accounting for mixed precision: 2 B weights + 2 B grads + 12 B optimizer (fp32 master + m + v)
+    # here AMP keeps fp32 params (4) + fp32 grads (4) + 8 B of states; ZeRO-3 divides all of them by N
+    p = 8_030_261_248
+    n = 8
+    z3 = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 3}, gpus=n, grad_checkpointing=True)
+    opt = next(ph for ph in z3.phases if ph.name == "optimizer step")
+    comps = {c.name: c.bytes for c in opt.components}
+    assert comps["weights"] == pytest.approx(4 * p / n, rel=1e-6)
+    assert comps["gradients"] == pytest.approx(4 * p / n, rel=1e-6)
+    assert comps["optimizer states"] == pytest.approx(8 * p / n, rel=1e-6)
+    z1 = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 1}, gpus=n, grad_checkpointing=True)
+    c1 = {c.name: c.bytes for c in next(ph for ph in z1.phases if ph.name == "optimizer step").components}
+    assert c1["weights"] == 4 * p and c1["gradients"] == 4 * p and c1["optimizer states"] == pytest.approx(8 * p / n)
+    assert len(z3.per_gpu) == n
+    assert any(c.name == "NCCL buffers" for c in z3.device_overheads)
+
+
+def test_optimizer_offload_moves_states_to_host() -> None:
+    off = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 2, "offload": "optimizer"}, gpus=2)
+    assert off.host_bytes >= 8 * 8_030_261_248 / 2
+    assert all(c.name != "optimizer states" or c.bytes == 0 for p in off.phases for c in p.components)
+
+
+def test_bad_combinations_are_named() -> None:
+    with pytest.raises(EstimateError, match="pipeline"):
+        train(LLAMA, method="full", parallel={"zero": 2, "pp": 2}, gpus=2)
+    with pytest.raises(EstimateError, match="KV heads"):
+        train(LLAMA, method="full", parallel={"tp": 3}, gpus=3)
+
+
+def test_levels_for_training() -> None:
+    est = train(LLAMA, "H100 SXM", method="lora", grad_checkpointing=True)
+    assert est.peak_allocated_bytes < est.peak_reserved_bytes < est.device_bytes
+    assert est.fit is not None and est.fit.verdict == "fits"

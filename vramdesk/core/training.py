@@ -1,0 +1,454 @@
+"""Fine-tuning as phases: forward -> loss head and start of backward -> backward -> optimizer step.
+
+The model follows the tensor-level trace of real Hugging Face code (``shared/research/trace-oracle.md``
+§3-4), not the "sum everything" rule:
+
+* gradients do not exist at the activation peak (the loss head at the start of backward);
+* PyTorch's default ``foreach`` AdamW allocates one more state-sized copy of every parameter in the step
+  (10 B/param in pure bf16, 20 with AMP), so the optimizer step is often the peak and gradient
+  checkpointing then does not lower it;
+* activations follow the per-token rule of HF Llama-style layers (16h + 4 q + 4 kv + 8 I + 4 heads bytes per
+  token and layer in bf16), LoRA's fp32 input copies, top-k token copies in MoE layers, eager attention's
+  s² terms, and the loss head's 12 x b x s x V bytes of fp32 log-softmax and gradients.
+
+Peak = max(W + S + A + loss head, W + S + G, W + G + S + T_optimizer) on one GPU; sharding (ZeRO, FSDP,
+TP, PP) and offload divide the terms per GPU (see :func:`shard`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import TYPE_CHECKING
+
+from .architecture import Architecture, AttentionKind, LayerSpec
+from .dtypes import FormatError, parse_weight_format
+from .gpu import GIB, MIB
+from .inventory import Tensor
+from .result import Category, Component, Phase
+from .scenario import FinetuneWorkload, Parallelism
+
+if TYPE_CHECKING:
+    from .estimate import ModelFacts
+
+
+class TrainingError(ValueError):
+    """Options that cannot go together, named on both sides."""
+
+
+#: LoRA target short names -> module name endings in the inventory
+_TARGETS: dict[str, tuple[str, ...]] = {
+    "q": ("q_proj", "q_a_proj", "q_b_proj", "c_attn", "query_key_value", "in_proj_qkvz"),
+    "k": ("k_proj", "kv_a_proj_with_mqa", "c_attn", "query_key_value", "in_proj_qkvz"),
+    "v": ("v_proj", "kv_b_proj", "c_attn", "query_key_value", "in_proj_qkvz"),
+    "o": ("o_proj", "dense", "c_proj", "out_proj"),
+    "gate": ("gate_proj", "w1", "gate_up_proj"),
+    "up": ("up_proj", "w3", "gate_up_proj", "c_fc", "dense_h_to_4h", "fc1"),
+    "down": ("down_proj", "w2", "dense_4h_to_h", "fc2", "c_proj"),
+}
+_LINEAR_ROLES = frozenset({"attn", "mlp", "expert", "shared_expert", "linear_attn", "router"})
+
+
+@dataclass(frozen=True)
+class Precision:
+    weights: int  # bytes per trainable parameter stored
+    grads: int
+    state: int  # bytes per optimizer state element
+    activ_scale: float  # activations relative to the bf16 rule
+    amp: bool
+    label: str
+
+
+def precision(name: str) -> Precision:
+    if name in ("bf16", "fp16"):
+        return Precision(2, 2, 2, 1.0, False, f"pure {name}: parameters, gradients and optimizer states in {name}")
+    if name == "fp32":
+        return Precision(4, 4, 4, 2.0, False, "fp32 everywhere")
+    return Precision(
+        4, 4, 4, 1.15, True, f"{name}: fp32 parameters (master weights), fp32 gradients and states, autocast to 16 bits"
+    )
+
+
+def _matches(tensor: Tensor, targets: tuple[str, ...]) -> bool:
+    if tensor.role not in _LINEAR_ROLES or len(tensor.shape) < 2 or tensor.part != "text":
+        return False
+    if "all-linear" in targets:
+        return True
+    stem = tensor.name.removesuffix(".weight").rsplit(".", 1)[-1]
+    return any(stem in _TARGETS.get(t, (t,)) for t in targets)
+
+
+def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
+    """Linear weights the adapters wrap; a target the model does not have is an error naming it."""
+    unknown = [t for t in targets if t != "all-linear" and t not in _TARGETS]
+    chosen = [t for t in facts.tensors if _matches(t, targets)]
+    for name in targets:
+        if name == "all-linear":
+            continue
+        if not any(_matches(t, (name,)) for t in facts.tensors):
+            unknown.append(name)
+    if unknown:
+        raise TrainingError(
+            f"LoRA target(s) {', '.join(sorted(set(unknown)))} not found in {facts.model_id} "
+            f"({facts.arch.model_type}); known short names: {', '.join(_TARGETS)} or all-linear"
+        )
+    return chosen
+
+
+def lora_parameters(chosen: list[Tensor], rank: int) -> int:
+    total = 0
+    for t in chosen:
+        experts = t.shape[0] if len(t.shape) == 3 else 1
+        out_f, in_f = t.shape[-2], t.shape[-1]
+        total += experts * rank * (in_f + out_f)
+    return total
+
+
+# ------------------------------------------------------------------------------------------ activations
+
+
+def _layer_bytes_per_token(arch: Architecture, layer: LayerSpec, lora: bool) -> tuple[float, str]:
+    """Saved-for-backward bytes per token of one decoder layer in bf16 (trace-oracle §4)."""
+    h = arch.hidden
+    heads = layer.n_heads
+    q = heads * layer.head_dim
+    kv = layer.n_kv_heads * layer.head_dim
+    if layer.attention == AttentionKind.LINEAR and layer.linear is not None:
+        lin = layer.linear
+        proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
+        attn = 2 * proj + 2 * lin.conv_dim + 4 * (2 * lin.key_dim + lin.value_dim) + 8 * lin.value_dim
+        text = "Gated DeltaNet: projections, conv output, fp32 q/k/v of the delta rule, gated norm"
+    elif layer.attention == AttentionKind.MLA and layer.mla is not None:
+        m = layer.mla
+        qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        attn = (
+            2
+            * (
+                (m.q_lora_rank or 0)
+                + qk
+                + m.kv_lora_rank
+                + m.qk_rope_head_dim
+                + heads * (m.qk_nope_head_dim + m.v_head_dim)
+            )
+            + 4 * qk
+            + 4 * heads * m.v_head_dim
+            + 4 * heads
+        )
+        text = "MLA: latent and expanded q/k/v, attention output, log-sum-exp"
+    else:
+        attn = 4 * q + 4 * kv + 4 * heads
+        text = "q/k after RoPE, v, output (4q + 4kv) + log-sum-exp"
+    norms = 16 * h  # two RMSNorms: fp32 input copy, normalised, output; residual adds
+    if layer.moe is not None:
+        moe = layer.moe
+        k = moe.top_k
+        mlp = k * (5 * h + 8 * moe.expert_intermediate) + 8 * moe.num_experts
+        if moe.shared_intermediate:
+            mlp += 8 * moe.shared_intermediate + 2 * h
+        text += f"; MoE: top-{k} copies x (5h + 8 x {moe.expert_intermediate}) + router"
+    elif arch.mlp_gated:
+        mlp = 8 * layer.intermediate
+        text += f"; SwiGLU 8 x intermediate {layer.intermediate}"
+    else:
+        mlp = 6 * layer.intermediate
+        text += f"; MLP 6 x intermediate {layer.intermediate}"
+    total = norms + attn + mlp
+    if lora:
+        # peft casts every adapted layer's input to the adapter dtype (fp32) and keeps it for the weight grads:
+        # per layer 28h + 8q + 4kv + 10I instead of 16h + 4q + 4kv + 8I (trace-oracle §4)
+        width = layer.intermediate or (layer.moe.expert_intermediate if layer.moe else 0)
+        total += 12 * h + 4 * q + 2 * width
+        text += "; LoRA: fp32 copies of adapted inputs (+12h + 4q + 2I)"
+    return float(total), text
+
+
+@dataclass(frozen=True)
+class Activations:
+    total: int
+    per_layer_max: int
+    explain: str
+
+
+def activations(
+    arch: Architecture, work: FinetuneWorkload, prec: Precision, lora: bool, linear_params: int
+) -> Activations:
+    b, s = work.micro_batch, work.seq_len
+    tokens = b * s
+    per_layer = []
+    text = ""
+    for layer in arch.layers:
+        per_tok, text = _layer_bytes_per_token(arch, layer, lora)
+        layer_b = per_tok * tokens * prec.activ_scale
+        if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
+            kept = min(s, layer.window or s)
+            layer_b += 6.2 * layer.n_heads * s * kept * b
+        per_layer.append(layer_b)
+    outside = 8 * arch.hidden * tokens  # embedding output, final norm
+    amp_copies = 2 * linear_params if prec.amp else 0
+    if work.grad_checkpointing:
+        # only each layer's input survives the forward; one layer is recomputed at a time in backward
+        total = sum(2 * arch.hidden * tokens for _ in per_layer) + max(per_layer) + outside + amp_copies
+        how = (
+            f"gradient checkpointing: {arch.n_layers} layer inputs (2h x {tokens} tokens each) + one layer "
+            f"recomputed ({max(per_layer) / MIB:.0f} MiB)"
+        )
+    else:
+        total = sum(per_layer) + outside + amp_copies
+        how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
+    if work.attention == "eager":
+        how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
+    if prec.amp:
+        how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
+    return Activations(total=round(total), per_layer_max=round(max(per_layer)), explain=how)
+
+
+# ------------------------------------------------------------------------------------------ optimizer
+
+_OPT_STATES = {
+    "adamw": 2.0,
+    "adamw-fused": 2.0,
+    "adamw-8bit": 2.0,
+    "paged-adamw-8bit": 2.0,
+    "sgd": 1.0,
+    "lion": 1.0,
+    "adafactor": 0.0,
+}
+
+
+def optimizer_bytes(
+    name: str, trainable: int, state_bytes: int, largest: int, matrices: list[tuple[int, ...]]
+) -> tuple[int, int, str, str]:
+    """(state bytes, step temporary bytes, state explain, temporary explain)."""
+    if name in ("adamw-8bit", "paged-adamw-8bit"):
+        # bitsandbytes blockwise 8-bit states (2 x 1 B) + fp32 absmax per 2048 elements, fused per-tensor kernels
+        states = trainable * 2 + ceil(trainable / 2048) * 4 * 2
+        return states, 0, "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax", "fused per-tensor step: none"
+    if name == "adafactor":
+        factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
+        states = 4 * factored + 4 * max(0, trainable - sum(_numel(s) for s in matrices))
+        return (
+            states,
+            2 * largest * 4,
+            "Adafactor: factored row + column second moments (fp32)",
+            ("per-parameter update of the largest tensor"),
+        )
+    n_states = _OPT_STATES.get(name, 2.0)
+    states = round(n_states * trainable * state_bytes)
+    text = f"{name}: {n_states:g} state(s) x {state_bytes} B per trainable parameter"
+    if name == "adamw":
+        return (
+            states,
+            trainable * state_bytes,
+            text,
+            ("foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy"),
+        )
+    if name == "adamw-fused":
+        return states, 0, text, "fused AdamW: no step temporaries"
+    # sgd / lion (foreach): one parameter-sized temporary
+    return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+
+@dataclass
+class TrainingRun:
+    phases: list[Phase]
+    trainable: int
+    host_bytes: int
+    warnings: list[str]
+    gpus: int
+
+
+def training_phases(facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, gpu_count: int) -> TrainingRun:
+    arch = facts.arch
+    if work.method == "qlora" and work.precision in ("fp32",):
+        raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
+    prec = precision(work.precision)
+    lora = work.method in ("lora", "qlora")
+    warnings: list[str] = []
+    text_tensors = [t for t in facts.tensors if t.part == "text"]
+    all_params = sum(t.numel for t in text_tensors)
+    linear = sum(t.numel for t in text_tensors if t.role in _LINEAR_ROLES and len(t.shape) >= 2)
+    largest = max(t.numel for t in text_tensors)
+
+    if lora:
+        chosen = lora_targets(facts, work.lora_targets)
+        trainable = lora_parameters(chosen, work.lora_rank)
+        base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" else "bf16")
+        try:
+            fmt = parse_weight_format(base_fmt, base_dtype="bf16")
+        except FormatError as err:  # pragma: no cover - fixed names
+            raise TrainingError(str(err)) from err
+        base = facts.weights(fmt, frozenset({"text"}))
+        base_bytes = base.total
+        adapter_bytes = trainable * 4  # peft keeps adapters in fp32 (autocast_adapter_dtype)
+        grads = trainable * 4
+        state_b = 4
+        w_explain = (
+            f"frozen base {all_params:,} params in {fmt.label} + {trainable:,} LoRA parameters "
+            f"(rank {work.lora_rank}, {len(chosen)} target matrices) in fp32"
+        )
+        matrices: list[tuple[int, ...]] = []
+        for t in chosen:
+            matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
+        opt_trainable = trainable
+        opt_largest = max((work.lora_rank * t.shape[-1] for t in chosen), default=0)
+        act_lin = 0
+    else:
+        if work.method != "full":  # pragma: no cover - Literal
+            raise TrainingError(f"unknown method {work.method}")
+        trainable = all_params
+        base_bytes = all_params * prec.weights
+        adapter_bytes = 0
+        grads = trainable * prec.grads
+        state_b = prec.state
+        w_explain = f"{all_params:,} parameters x {prec.weights} B ({prec.label})"
+        matrices = [t.shape for t in text_tensors if len(t.shape) >= 2]
+        opt_trainable = trainable
+        opt_largest = largest
+        act_lin = linear
+
+    states, temp, s_text, t_text = optimizer_bytes(work.optimizer, opt_trainable, state_b, opt_largest, matrices)
+    acts = activations(arch, work, prec, lora, act_lin)
+    b, s = work.micro_batch, work.seq_len
+    loss = 12 * b * s * arch.vocab
+    loss_fwd = 10 * b * s * arch.vocab
+
+    # --- sharding and offload (per GPU)
+    n = max(1, gpu_count)
+    tp, pp = par.tp, par.pp
+    dp = max(1, n // (tp * pp))
+    w_div = tp * pp * (dp if (par.zero == 3 or par.fsdp) else 1)
+    g_div = tp * pp * (dp if (par.zero >= 2 or par.fsdp) else 1)
+    s_div = tp * pp * (dp if (par.zero >= 1 or par.fsdp) else 1)
+    host = 0.0
+    w_gpu = (base_bytes + adapter_bytes) / w_div
+    g_gpu = grads / g_div
+    s_gpu = states / s_div
+    t_gpu = temp / s_div
+    notes = []
+    if par.offload in ("optimizer", "params"):
+        host += states / s_div + (grads / g_div if par.zero or par.fsdp else 0)
+        s_gpu = 0
+        t_gpu = 0
+        notes.append("optimizer states (and the step) on the CPU")
+    if par.offload == "params":
+        host += (base_bytes + adapter_bytes) / w_div
+        w_gpu = 0
+        notes.append("parameters on the CPU, gathered layer by layer")
+    gathered = 0
+    if par.zero == 3 or par.fsdp or par.offload == "params":
+        layer_max = max(facts.weights(parse_weight_format("bf16"), frozenset({"text"})).per_layer.values(), default=0)
+        gathered = 2 * layer_max  # the current layer and the prefetched next one, unsharded
+    buckets = 0
+    if n > 1:
+        buckets = 2 * 25 * MIB if not (par.zero or par.fsdp) else 4 * 25 * MIB
+    # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
+    # the same activation bytes as one micro-batch through every layer
+    a_gpu = acts.total / tp
+    loss_gpu = loss / tp
+
+    def comp(name: str, value: float, cat: Category, explain: str) -> Component:
+        return Component(name=name, bytes=round(value), category=cat, explain=explain)
+
+    shard_note = ""
+    if n > 1:
+        shard_note = (
+            f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
+            + (f", ZeRO-{par.zero}" if par.zero else "")
+            + (", FSDP" if par.fsdp else "")
+            + ")"
+        )
+    c_weights = comp("weights", w_gpu, "weights", w_explain + shard_note + (f"; {', '.join(notes)}" if notes else ""))
+    c_states = comp("optimizer states", s_gpu, "optimizer", s_text + shard_note)
+    c_grads = comp(
+        "gradients",
+        g_gpu,
+        "gradients",
+        f"{'LoRA parameters' if lora else 'all parameters'} x {grads // max(1, trainable)} B" + shard_note,
+    )
+    c_acts = comp("activations", a_gpu, "activations", acts.explain + (f"; / tp {tp}" if tp > 1 else ""))
+    c_loss = comp(
+        "loss head",
+        loss_gpu,
+        "logits",
+        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
+        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)",
+    )
+    c_logits = comp(
+        "logits and loss",
+        loss_fwd / tp,
+        "logits",
+        "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax",
+    )
+    c_temp = comp("optimizer step temporaries", t_gpu, "optimizer", t_text)
+    extra = []
+    if gathered:
+        extra.append(
+            comp(
+                "gathered layer parameters",
+                gathered,
+                "weights",
+                "ZeRO-3 / FSDP / parameter offload: the current and the prefetched layer, unsharded",
+            )
+        )
+    if buckets:
+        extra.append(
+            comp(
+                "communication buckets", buckets, "overhead", "DDP / ZeRO gradient buckets (25 MB each, two in flight)"
+            )
+        )
+    if work.method == "qlora":
+        extra.append(
+            comp(
+                "dequantised matrix",
+                2
+                * max(
+                    (t.numel // (t.shape[0] if len(t.shape) == 3 else 1))
+                    for t in text_tensors
+                    if t.role in _LINEAR_ROLES
+                ),
+                "activations",
+                "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
+            )
+        )
+    phases = [
+        Phase(name="forward", components=(c_weights, c_states, c_acts, c_logits, *extra)),
+        Phase(name="loss + start of backward", components=(c_weights, c_states, c_acts, c_loss, *extra)),
+        Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *extra)),
+        Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),
+    ]
+    if work.grad_accum > 1:
+        warnings.append(
+            f"gradient accumulation {work.grad_accum}: gradients stay allocated between micro-batches; "
+            "the forward of the next micro-batch runs with them"
+        )
+        phases[0] = Phase(name="forward", components=(c_weights, c_states, c_grads, c_acts, c_logits, *extra))
+        phases[1] = Phase(
+            name="loss + start of backward", components=(c_weights, c_states, c_grads, c_acts, c_loss, *extra)
+        )
+    if tp > 1 and arch.layers[0].n_kv_heads % tp and arch.layers[0].attention != AttentionKind.MLA:
+        raise TrainingError(
+            f"tensor parallel {tp} does not divide the {arch.layers[0].n_kv_heads} KV heads of {facts.model_id}"
+        )
+    if pp > 1 and (par.zero >= 2):
+        raise TrainingError(
+            f"ZeRO-{par.zero} shards gradients across data-parallel ranks, which DeepSpeed does not "
+            "combine with pipeline parallel (--pp); use ZeRO-1"
+        )
+    if work.method == "qlora" and (par.zero == 3 or par.fsdp):
+        warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
+    return TrainingRun(phases=phases, trainable=trainable, host_bytes=round(host), warnings=warnings, gpus=n)
+
+
+def describe(run: TrainingRun) -> str:
+    peak = max(run.phases, key=lambda p: p.allocated_bytes)
+    return f"peak in {peak.name}: {peak.allocated_bytes / GIB:.2f} GiB"
