@@ -78,6 +78,14 @@ def _config_from_models_yaml(entry: dict[str, Any]) -> dict[str, Any]:
         )
     elif arch.startswith("Qwen2"):
         cfg.update(model_type="qwen2", attention_bias=bool(entry.get("attention_bias", True)))
+    elif arch.startswith(("QWenLMHeadModel", "ChatGLM")):
+        # Qwen (v1) and ChatGLM3 run remote code that vramdesk never executes; for memory they are decoder
+        # stacks with biased q/k/v (fused c_attn / query_key_value), an unbiased output projection and a gated
+        # MLP: the Qwen2 layout with the same tensor sizes (Qwen v1's intermediate_size is doubled in its config)
+        inter = entry["intermediate_size"] // (2 if arch.startswith("QWen") else 1)
+        cfg.update(model_type="qwen2", intermediate_size=inter, use_sliding_window=False)
+    elif arch.startswith("BaichuanForCausalLM"):
+        cfg.update(model_type="llama", attention_bias=False)
     elif "Llama" in arch or "LLaMAMLP" in arch:
         cfg.update(model_type="llama", attention_bias=bool(entry.get("attention_bias", False)))
     else:
@@ -246,7 +254,113 @@ def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
         if not out:
             raise LookupError("no comparable vLLM component")
         return out
-    raise LookupError(f"task '{row['task']}' is not an inference estimate yet (fine-tuning lands separately)")
+    raise LookupError(f"task '{row['task']}' is not estimated")
+
+
+def _training_scenario(row: dict[str, Any], facts: ModelFacts, gpu: GpuSpec) -> Scenario:
+    t = row["training"]
+    why = []
+    if t.get("torch_compile"):
+        why.append("torch.compile changes activation memory")
+    if t.get("optimizer_in_backward"):
+        why.append("optimizer-in-backward is not modelled")
+    if t.get("activation_offloading"):
+        why.append("activation offloading is not modelled")
+    if "chunked" in str(t.get("loss", "")).lower():
+        why.append("chunked cross-entropy is not modelled")
+    if t.get("packed") is False:
+        why.append("unpacked batches of unknown length")
+    if not t.get("seq_len"):
+        why.append("sequence length not stated (dynamic padding)")
+    if int(row["hardware"].get("num_gpus") or 1) > 1:
+        why.append("multi-GPU row (summed or distributed figures)")
+    if why:
+        raise LookupError("; ".join(why))
+    method_text = str(t["method"]).lower()
+    method = "qlora" if "qlora" in method_text else ("lora" if "lora" in method_text else "full")
+    base = "auto"
+    weights_text = str(row.get("weights", "")).lower()
+    if "quantized base" in method_text:
+        if weights_text.startswith("gptq-int4"):
+            base = "gptq-int4"
+        elif weights_text.startswith("gptq-int8"):
+            base = "gptq-int8"
+        elif "bnb" in weights_text or "nf4" in weights_text:
+            method, base = "qlora", "nf4-dq"
+        else:
+            raise LookupError(f"quantised base '{row.get('weights')}' not mapped")
+    prec_text = str(t.get("precision", "bf16")).lower()
+    precision = "fp32" if prec_text.startswith("fp32") else "amp-bf16" if "amp" in prec_text else "bf16"
+    opt_text = str(t.get("optimizer", "adamw")).lower()
+    optimizer = (
+        "adamw-8bit"
+        if "8bit" in opt_text.replace("-", "").replace(" ", "")
+        else ("adamw-fused" if "fused" in opt_text else "adamw")
+    )
+    targets: tuple[str, ...] = ("all-linear",)
+    raw = t.get("lora_targets")
+    if isinstance(raw, list):
+        short = {
+            "q_proj": "q",
+            "k_proj": "k",
+            "v_proj": "v",
+            "o_proj": "o",
+            "output_proj": "o",
+            "gate_proj": "gate",
+            "up_proj": "up",
+            "down_proj": "down",
+        }
+        fused = {"c_attn", "W_pack", "query_key_value"}  # one fused q/k/v projection: adapters on q, k and v
+        names: list[str] = []
+        for item in raw:
+            if str(item).startswith("mlp"):
+                names += ["gate", "up", "down"]
+            elif item in fused:
+                names += ["q", "k", "v"]
+            elif item in short:
+                names.append(short[item])
+            else:
+                raise LookupError(f"LoRA target '{item}' has no equivalent in this architecture")
+        targets = tuple(names)
+    work = {
+        "kind": "finetune",
+        "method": method,
+        "micro_batch": int(t.get("micro_batch_size") or 1),
+        "seq_len": int(t["seq_len"]),
+        "grad_accum": int(t.get("grad_accum") or 1),
+        "optimizer": optimizer,
+        "precision": precision,
+        "grad_checkpointing": bool(t.get("gradient_checkpointing")),
+        "lora_rank": int(t.get("lora_rank") or 16),
+        "lora_targets": targets,
+    }
+    return Scenario.model_validate(
+        {"model": {"id": facts.model_id}, "weights": base, "workload": work, "hardware": {"gpu": gpu.name}}
+    )
+
+
+def _estimate_training_row(row: dict[str, Any], models: Models) -> list[Row]:
+    facts = models.facts(row["base_model"])
+    gpu = _gpu(str(row["hardware"]["gpu"]), models.catalog)
+    scenario = _training_scenario(row, facts, gpu)
+    est = estimate(scenario, facts, gpu)
+    measured = row["measured"]
+    level = _level(str(measured.get("method", "")))
+    value = {"allocated": est.peak_allocated_bytes, "reserved": est.peak_reserved_bytes, "device": est.device_bytes}[
+        level
+    ]
+    work = scenario.workload
+    return [
+        Row(
+            row["id"],
+            row["source_id"],
+            getattr(work, "method", "full"),
+            level,
+            float(measured["value_gib"]),
+            value / GIB,
+            row["grade"],
+        )
+    ]
 
 
 def run_heldout(catalog: Catalog | None = None) -> list[Row]:
@@ -309,21 +423,24 @@ def summarize(rows: list[Row], key: str) -> dict[str, dict[str, float]]:
     }
 
 
-def run(catalog: Catalog | None = None) -> tuple[list[Row], list[tuple[str, str]]]:
+def run(catalog: Catalog | None = None) -> tuple[list[Row], list[Row], list[tuple[str, str]]]:
+    """(inference rows, training rows, skipped rows with the reason)."""
     data = yaml.safe_load((DATA / "measured.yaml").read_text(encoding="utf-8"))
     models = Models(catalog or default_catalog())
     rows: list[Row] = []
+    train_rows: list[Row] = []
     skipped: list[tuple[str, str]] = []
     for item in data:
         task = str(item["task"])
-        if not (task.startswith("inference") or task.startswith("serving")):
-            skipped.append((item["id"], f"{task}: fine-tuning estimates are a separate issue"))
-            continue
+        training = not (task.startswith("inference") or task.startswith("serving"))
         try:
-            rows.extend(_estimate_row(item, models))
+            if training:
+                train_rows.extend(_estimate_training_row(item, models))
+            else:
+                rows.extend(_estimate_row(item, models))
         except (LookupError, EstimateError) as err:
-            skipped.append((item["id"], str(err).strip("'\"")))
-    return rows, skipped
+            skipped.append((item["id"], ("training: " if training else "") + str(err).strip("'\"")))
+    return rows, train_rows, skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,10 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-baseline", action="store_true")
     parser.add_argument("--rows", action="store_true", help="print every row")
     args = parser.parse_args(argv)
-    rows, skipped = run()
+    rows, train_rows, skipped = run()
     heldout = run_heldout()
     if args.rows:
-        for r in rows + heldout:
+        for r in rows + train_rows + heldout:
             print(
                 f"{r.id:55s} {r.level:28s} measured {r.measured_gib:8.3f}  estimate {r.estimate_gib:8.3f}  "
                 f"{100 * r.error:+6.1f}%"
@@ -356,19 +473,29 @@ def main(argv: list[str] | None = None) -> int:
         f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
         f"max {100 * signed[-1]:+.1f}%"
     )
-    inference_skips = [s for s in skipped if "fine-tuning" not in s[1]]
-    print(f"\nskipped inference rows ({len(inference_skips)}):")
-    for rid, why in inference_skips:
-        print(f"  {rid}: {why}")
-    print(f"skipped fine-tuning rows: {len(skipped) - len(inference_skips)} (estimated once fine-tuning lands)")
-    current = {"by_source": by_source, "by_weights": by_format, "heldout": {**held_fmt, "all": held_src["all"]}}
+    by_method = summarize(train_rows, "weights") if train_rows else {}
+    print(f"\nfine-tuning ({len(train_rows)} comparisons) by method:  group  n  median|err|%  p90|err|%")
+    for g, st in by_method.items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    inference_skips = [x for x in skipped if not x[1].startswith("training: ")]
+    training_skips = [x for x in skipped if x[1].startswith("training: ")]
+    for title, items in (("inference", inference_skips), ("fine-tuning", training_skips)):
+        print(f"\nskipped {title} rows ({len(items)}):")
+        for rid, why in items:
+            print(f"  {rid}: {why.removeprefix('training: ')}")
+    current = {
+        "by_source": by_source,
+        "by_weights": by_format,
+        "heldout": {**held_fmt, "all": held_src["all"]},
+        "training": by_method,
+    }
     if args.update_baseline or not BASELINE.exists():
         BASELINE.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
         print(f"\nbaseline written to {BASELINE.name}")
         return 0
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     regressions = []
-    for section in ("by_source", "by_weights", "heldout"):
+    for section in ("by_source", "by_weights", "heldout", "training"):
         for group, old in baseline.get(section, {}).items():
             new = current[section].get(group)
             if new is None:

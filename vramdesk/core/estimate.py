@@ -294,7 +294,7 @@ __all__ = ["DTYPE_BYTES", "Component", "EstimateError", "ModelFacts", "estimate"
 
 def _estimate_training(scenario: Scenario, work: FinetuneWorkload, facts: ModelFacts, gpu: GpuSpec | None) -> Estimate:
     try:
-        run = training_phases(facts, work, scenario.parallelism, scenario.hardware.gpu_count)
+        run = training_phases(facts, work, scenario.parallelism, scenario.hardware.gpu_count, scenario.weights)
     except (TrainingError, FormatError) as err:
         raise EstimateError(str(err)) from err
     hopper = gpu is not None and gpu.sm_major >= 9

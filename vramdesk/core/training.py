@@ -267,7 +267,11 @@ class TrainingRun:
     gpus: int
 
 
-def training_phases(facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, gpu_count: int) -> TrainingRun:
+def training_phases(
+    facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, gpu_count: int, base_weights: str = "auto"
+) -> TrainingRun:
+    """``base_weights``: the frozen base's storage for LoRA / QLoRA ("auto" = bf16 for LoRA, nf4 with double
+    quantisation for QLoRA; a GPTQ / AWQ / bnb name trains adapters on that quantised base)."""
     arch = facts.arch
     if work.method == "qlora" and work.precision in ("fp32",):
         raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
@@ -283,6 +287,8 @@ def training_phases(facts: ModelFacts, work: FinetuneWorkload, par: Parallelism,
         chosen = lora_targets(facts, work.lora_targets)
         trainable = lora_parameters(chosen, work.lora_rank)
         base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" else "bf16")
+        if base_weights != "auto":
+            base_fmt = base_weights
         try:
             fmt = parse_weight_format(base_fmt, base_dtype="bf16")
         except FormatError as err:  # pragma: no cover - fixed names
