@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vramdesk import fsutil
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.storage import scenarios as st
 
@@ -27,7 +28,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
     def boom(*_: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(st.os, "replace", boom)
+    monkeypatch.setattr(fsutil.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
         st.save_scenario(DEFAULT_SCENARIO.model_copy(update={"name": "changed"}), path)
     assert path.read_text() == before

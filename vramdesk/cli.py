@@ -138,12 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"vramdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     est = sub.add_parser("estimate", help="estimate one scenario (or many with --jsonl)")
-    est.add_argument("model", nargs="?", help="catalog repo id, config.json, model folder, or scenario .json")
+    est.add_argument(
+        "model",
+        nargs="?",
+        help="repo id (catalog, HF cache or Hub; owner/name:Q4_K_M for a GGUF repo), config.json, model folder, "
+        ".gguf file, or scenario .json",
+    )
     _add_estimate_options(est)
     out = est.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--jsonl", metavar="FILE", help="many scenarios: one JSON object per line ('-' = stdin)")
     est.add_argument("--save", metavar="S.json", help="also write the scenario file")
+    srch = sub.add_parser("search", help="find models in the catalog, the local HF cache and the Hub")
+    srch.add_argument("query", help="words of the model name, e.g. 'qwen 32b'")
+    srch.add_argument("--limit", type=_positive, default=20, help="most results to show [20]")
+    srch.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -283,6 +292,43 @@ def _jsonl(path: str, out: TextIO) -> int:
     return 0 if failures == 0 else 1
 
 
+def _search(ns: argparse.Namespace, out: TextIO) -> int:
+    """`vramdesk search QUERY`: catalog + HF cache + Hub (HF_ENDPOINT honoured); a Hub failure is a note."""
+    from vramdesk.services.search import search
+
+    results, hub = search(ns.query, ns.limit)
+    if ns.json:
+        doc = {
+            "query": ns.query,
+            "results": [r.to_json() for r in results],
+            "hub": {
+                "ok": hub.error is None,
+                "error": hub.error.kind if hub.error else None,
+                "note": hub.note,
+                "stale": hub.stale,
+                "seconds": round(hub.seconds, 3),
+            },
+        }
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        for r in results:
+            params = (
+                f"{r.params / 1e9:8.2f} B"
+                if r.params and r.params >= 10**9
+                else f"{r.params / 1e6:8.1f} M"
+                if r.params
+                else " " * 10
+            )
+            downloads = f"{r.downloads:>12,}" if r.downloads is not None else " " * 12
+            gated = " gated" if r.gated else ""
+            out.write(f"[{r.source:<7}] {r.id:<52} {params} {downloads}  {r.detail}{gated}\n")
+        if not results:
+            out.write(f"no models match '{ns.query}'\n")
+    if hub.note:
+        print(f"vramdesk: note: {hub.note}", file=sys.stderr)
+    return 0 if results else 1
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
@@ -290,6 +336,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if ns.command is None:
         parser.print_help(out)
         return 0
+    if ns.command == "search":
+        return _search(ns, out)
     try:
         if ns.jsonl:
             if ns.model:

@@ -191,12 +191,17 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
     parts = frozenset({"text", "vision"} if work.engine != "llamacpp" else {"text"})
     weights_label = fmt.label
+    stored_kind = fmt.kind
     if scenario.weights == "auto" and facts.checkpoint is not None:
         # the checkpoint's own tensors: exact bytes from its headers, not a formula
         key = ("stored", parts)
         wb = facts._cache.get(key) or stored_weight_bytes(facts.checkpoint, parts)
         facts._cache[key] = wb
         weights_label = f"the checkpoint's stored dtypes ({facts.checkpoint_source or 'headers'})"
+        if any(
+            t.stored_dtype and t.stored_dtype.upper().startswith(("Q", "IQ", "TQ", "MXFP4")) for t in facts.checkpoint
+        ):
+            stored_kind = "gguf"
     else:
         wb = facts.weights(fmt, parts)
     kvb, kv_label = _kv(work, fmt, arch)
@@ -223,7 +228,7 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
         gpu=gpu,
         gpu_count=gpu_count,
         tp=scenario.parallelism.tp,
-        weight_kind=fmt.kind,
+        weight_kind=stored_kind,
         weight_bits=fmt.bits,
     )
     run: EngineRun

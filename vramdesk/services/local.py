@@ -1,21 +1,60 @@
-"""Local model files: a config.json, or a model folder that holds one.
+"""Local model files: a config.json, a model folder (config + safetensors headers), a ``.gguf`` file.
 
-Only JSON is read; nothing from a model repository is ever executed (no ``trust_remote_code``).
-Safetensors / GGUF headers and the HF cache arrive with the "Model sources" work.
+Only headers are read, with bounded reads: a safetensors JSON header of at most 100 MiB, a GGUF header of at
+most 256 MiB (real ones are a few MB, most of it the tokenizer, which is skipped rather than decoded). Tensor
+data is never read, and nothing from a model repository is ever executed (no ``trust_remote_code``).
+Every error names the file and what is wrong.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from vramdesk.core.checkpoint import (
+    MAX_SAFETENSORS_HEADER,
+    CheckpointError,
+    GgufHeader,
+    NeedMoreBytesError,
+    parse_gguf_header,
+    parse_safetensors_header,
+)
+
 #: a config.json larger than this is not a config
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
+#: a safetensors index larger than this is not an index (DeepSeek-V3's is 9 MB)
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+#: the most header bytes read from a GGUF file (local or remote)
+MAX_GGUF_HEADER = 256 * 1024 * 1024
+#: first read of a GGUF header; doubled while the header goes on
+GGUF_FIRST_READ = 4 * 1024 * 1024
+
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+_SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
+Entries = dict[str, tuple[str, tuple[int, ...]]]
 
 
 class LocalModelError(ValueError):
     """A local file that cannot be used; the message names the path and the problem."""
+
+
+def _read_json(path: Path, limit: int, what: str) -> Any:
+    if not path.is_file():
+        raise LocalModelError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > limit:
+        raise LocalModelError(f"{path}: {size:,} bytes is too large for {what}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise LocalModelError(f"{path}: not UTF-8 text ({err.reason})") from err
+    except json.JSONDecodeError as err:
+        raise LocalModelError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -25,17 +64,7 @@ def read_config(path: Path) -> dict[str, Any]:
         if not cfg.is_file():
             raise LocalModelError(f"{path}: folder has no config.json")
         path = cfg
-    if not path.is_file():
-        raise LocalModelError(f"{path}: no such file")
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise LocalModelError(f"{path}: {size:,} bytes is too large for a config.json")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise LocalModelError(f"{path}: not UTF-8 text ({err.reason})") from err
-    except json.JSONDecodeError as err:
-        raise LocalModelError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
+    data = _read_json(path, MAX_CONFIG_BYTES, "a config.json")
     if not isinstance(data, dict):
         raise LocalModelError(f"{path}: a config.json must hold a JSON object, not {type(data).__name__}")
     return data
@@ -43,3 +72,190 @@ def read_config(path: Path) -> dict[str, Any]:
 
 def looks_like_path(ref: str) -> bool:
     return ref.endswith((".json", ".gguf")) or ref.startswith((".", "/", "~")) or "\\" in ref or Path(ref).exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# safetensors
+
+
+def read_safetensors_header(path: Path, max_header: int = MAX_SAFETENSORS_HEADER) -> Entries:
+    """{tensor name: (dtype, shape)} from one .safetensors file, reading the header only."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(8)
+            if len(head) == 8:
+                n = int.from_bytes(head, "little")
+                if n <= max_header:
+                    head += fh.read(n)
+    except OSError as err:
+        raise LocalModelError(f"{path}: cannot read ({err.strerror or err})") from err
+    try:
+        entries, _ = parse_safetensors_header(head, file_size=size, max_header=max_header)
+    except NeedMoreBytesError as err:  # pragma: no cover - file_size makes short reads errors
+        raise LocalModelError(f"{path}: truncated safetensors header") from err
+    except CheckpointError as err:
+        raise LocalModelError(f"{path}: {err}") from err
+    return entries
+
+
+def safetensors_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder: those the index names, else ``model*.safetensors``, else any
+    ``*.safetensors`` (Mistral's ``consolidated.safetensors`` only when nothing else is there)."""
+    folder = Path(folder)
+    index = folder / SAFETENSORS_INDEX
+    if index.is_file():
+        data = _read_json(index, MAX_INDEX_BYTES, "a safetensors index")
+        wm = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+            raise LocalModelError(f"{index}: no 'weight_map' object of tensor name -> file name")
+        files = []
+        for name in sorted(set(wm.values())):
+            if "/" in name or "\\" in name or name.startswith("."):
+                raise LocalModelError(f"{index}: shard name {name!r} points outside the folder")
+            files.append(folder / name)
+        return files
+    model_files = sorted(folder.glob("model*.safetensors"))
+    if model_files:
+        return model_files
+    return sorted(p for p in folder.glob("*.safetensors") if p.is_file())
+
+
+def read_folder_headers(folder: Path) -> tuple[Entries, list[Path]]:
+    """All tensors of a folder's safetensors files (sharded or not); a missing shard is an error."""
+    files = safetensors_files(folder)
+    entries: Entries = {}
+    for f in files:
+        if not f.is_file():
+            raise LocalModelError(f"{f}: shard listed in {SAFETENSORS_INDEX} is missing (incomplete download?)")
+        entries.update(read_safetensors_header(f))
+    return entries, files
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """What a model folder or a GGUF file tells: its config and the tensors it stores."""
+
+    path: Path
+    config: dict[str, Any]
+    #: "safetensors", "gguf" or "" (a config without readable weights)
+    kind: str
+    safetensors: Entries | None = None
+    gguf: GgufHeader | None = None
+    files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def source(self) -> str:
+        if self.kind == "gguf":
+            n = len(self.files)
+            return f"GGUF header of {self.path.name}" + (f" ({n} split files)" if n > 1 else "")
+        if self.kind == "safetensors":
+            n = len(self.files)
+            return f"safetensors headers in {self.path} ({n} file{'s' if n != 1 else ''})"
+        return str(self.path)
+
+
+def read_model_folder(folder: Path) -> LocalModel:
+    folder = Path(folder)
+    config = read_config(folder)
+    entries, files = read_folder_headers(folder)
+    if entries:
+        return LocalModel(folder, config, "safetensors", safetensors=entries, files=tuple(files))
+    ggufs = sorted(folder.glob("*.gguf"))
+    note = "no safetensors files in the folder: weights estimated from config.json"
+    if ggufs:
+        note += f" (it also holds {len(ggufs)} GGUF file(s): pass one of them to use its exact tensors)"
+    return LocalModel(folder, config, "", notes=(note,))
+
+
+# ----------------------------------------------------------------------------------------------
+# GGUF
+
+
+def parse_growing(
+    fetch: Callable[[int, int], bytes], total: int | None, first: int = GGUF_FIRST_READ, cap: int = MAX_GGUF_HEADER
+) -> GgufHeader:
+    """Parse a GGUF header from a source read in growing pieces (``fetch(start, end)`` -> bytes)."""
+    want = first if total is None else min(first, total)
+    buf = bytearray(fetch(0, want))
+    while True:
+        try:
+            return parse_gguf_header(buf, total_size=total)
+        except NeedMoreBytesError as more:
+            if total is not None and len(buf) >= total:  # pragma: no cover - parse reports truncation itself
+                raise CheckpointError("truncated header") from more
+            if more.needed > cap:
+                raise CheckpointError(f"header is larger than {cap:,} bytes (limit)") from more
+            want = min(max(more.needed, 2 * len(buf)), cap)
+            if total is not None:
+                want = min(want, total)
+            chunk = fetch(len(buf), want)
+            if not chunk:
+                raise CheckpointError(f"truncated: the header continues past byte {len(buf):,}") from more
+            buf += chunk
+
+
+def _read_one_gguf(path: Path) -> GgufHeader:
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+
+            def fetch(start: int, end: int) -> bytes:
+                fh.seek(start)
+                return fh.read(end - start)
+
+            header = parse_growing(fetch, size)
+    except OSError as err:
+        raise LocalModelError(f"{path}: cannot read ({err.strerror or err})") from err
+    except CheckpointError as err:
+        raise LocalModelError(f"{path}: {err}") from err
+    try:
+        end = header.data_end()
+    except CheckpointError as err:
+        raise LocalModelError(f"{path}: {err}") from err
+    if end > size:
+        raise LocalModelError(
+            f"{path}: truncated: tensor data should end at byte {end:,} but the file has {size:,} "
+            "(incomplete download?)"
+        )
+    return header
+
+
+def gguf_split_files(path: Path) -> list[Path]:
+    """All files of a split GGUF (``name-00001-of-00003.gguf``), or just ``path``."""
+    m = _SPLIT_RE.match(path.name)
+    if not m:
+        return [path]
+    count = int(m.group("count"))
+    return [path.with_name(f"{m.group('stem')}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+
+
+def read_gguf(path: Path) -> tuple[GgufHeader, tuple[Path, ...]]:
+    """The header of a .gguf file; for split files, the first split's metadata with every split's tensors."""
+    path = Path(path)
+    if not path.is_file():
+        raise LocalModelError(f"{path}: no such file")
+    files = gguf_split_files(path)
+    headers = []
+    for f in files:
+        if not f.is_file():
+            raise LocalModelError(f"{f}: split file is missing (needed with {path.name})")
+        headers.append(_read_one_gguf(f))
+    first = headers[0]
+    if len(headers) > 1:
+        first = replace(first, tensors=tuple(t for h in headers for t in h.tensors))
+    return first, tuple(files)
+
+
+def read_gguf_model(path: Path) -> LocalModel:
+    from vramdesk.core.checkpoint import gguf_to_config
+
+    path = Path(path)
+    header, files = read_gguf(path)
+    try:
+        config = gguf_to_config(header)
+    except CheckpointError as err:
+        raise LocalModelError(f"{path}: {err}") from err
+    return LocalModel(path, config, "gguf", gguf=header, files=files)

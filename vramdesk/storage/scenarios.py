@@ -3,36 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
+from vramdesk.fsutil import atomic_write_text
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 
 
 class ScenarioFileError(ValueError):
     """A scenario file that cannot be read; the message names the file and the field."""
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temporary file in the same folder, flush it to disk, then rename over the target."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def dump_scenario(scenario: Scenario) -> str:

@@ -1,0 +1,788 @@
+"""Checkpoint headers -> the tensors a checkpoint really stores, with their exact bytes.
+
+Pure: it parses the bytes and dicts it is given (a safetensors JSON header, a GGUF header) and never opens a
+file or a socket. The services layer does the bounded reads (local files, ranged HTTP) and hands the bytes
+here.
+
+* :func:`tensors_from_safetensors` / :func:`tensors_from_gguf` turn header entries into
+  :class:`~vramdesk.core.inventory.Tensor` tuples with ``stored_bytes`` and ``stored_dtype`` set; the
+  estimator then prices the weights as the sum of those bytes over the parts it loads
+  (:func:`vramdesk.core.estimate.model_facts` ``checkpoint=``).
+* :func:`stored_parameter_count` counts logical parameters in a safetensors checkpoint (packed quantised
+  tensors unpacked, scales / zeros / indices not counted).
+* :func:`parse_gguf_header` is a skipping GGUF reader: long arrays (the tokenizer's vocabulary and merges)
+  are walked, not decoded, so a 150k-token vocabulary costs milliseconds; every count is bounded.
+* :func:`gguf_to_config` maps llama.cpp metadata keys (``llama.block_count``, ...) to an HF-style config dict
+  for :func:`vramdesk.core.architecture.normalize`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from .architecture import Architecture
+from .dtypes import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
+from .inventory import Tensor
+
+
+class CheckpointError(ValueError):
+    """A header that cannot be read; the message says what is wrong (callers add the file name)."""
+
+
+class NeedMoreBytesError(CheckpointError):
+    """The buffer ends inside the header; ``needed`` bytes from the start are required to go on."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(f"header continues past byte {needed:,}")
+        self.needed = needed
+
+
+# --------------------------------------------------------------------------------------------------
+# safetensors
+# --------------------------------------------------------------------------------------------------
+
+#: safetensors dtype name -> bytes per element (the names the format spells, upper case)
+SAFETENSORS_DTYPE_BYTES: dict[str, int] = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "F8_E8M0": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+}
+
+#: bit width of the integer storage dtypes packed quantisers use
+_INT_BITS = {"I32": 32, "U32": 32, "I16": 16, "U16": 16, "I8": 8, "U8": 8, "I64": 64}
+
+#: a safetensors JSON header larger than this is refused (the format's own readers cap it at 100 MB)
+MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+
+SafetensorsEntries = Mapping[str, tuple[str, tuple[int, ...]]]
+
+
+def safetensors_bytes(dtype: str, shape: tuple[int, ...]) -> int:
+    key = dtype.upper()
+    size = SAFETENSORS_DTYPE_BYTES.get(key)
+    if size is None:
+        known = ", ".join(sorted(SAFETENSORS_DTYPE_BYTES))
+        raise CheckpointError(f"unknown safetensors dtype {dtype!r} (known: {known})")
+    return prod(shape) * size
+
+
+def parse_safetensors_header(
+    data: bytes, *, file_size: int | None = None, max_header: int = MAX_SAFETENSORS_HEADER
+) -> tuple[dict[str, tuple[str, tuple[int, ...]]], dict[str, str]]:
+    """The start of a safetensors file (8-byte little-endian length + JSON) -> ({name: (dtype, shape)}, metadata).
+
+    Raises :class:`NeedMoreBytesError` when ``data`` stops inside the header, :class:`CheckpointError` for an
+    oversized length, invalid JSON, or entries without dtype / shape / offsets; with ``file_size`` the data
+    offsets are checked against the file (a truncated download is caught here).
+    """
+    if len(data) < 8:
+        if file_size is not None and file_size < 8:
+            raise CheckpointError(f"{file_size} bytes is too short for a safetensors file")
+        raise NeedMoreBytesError(8)
+    (n,) = struct.unpack_from("<Q", data, 0)
+    if n > max_header:
+        raise CheckpointError(
+            f"header length {n:,} bytes exceeds the {max_header:,}-byte limit (not a safetensors file, or corrupt)"
+        )
+    if n < 2:
+        raise CheckpointError(f"header length {n} is too small for a safetensors JSON header")
+    if file_size is not None and 8 + n > file_size:
+        raise CheckpointError(f"truncated: the header claims {n:,} bytes but the file has only {file_size:,}")
+    if len(data) < 8 + n:
+        raise NeedMoreBytesError(8 + n)
+    try:
+        obj = json.loads(bytes(data[8 : 8 + n]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"header is not valid JSON ({err})") from err
+    return safetensors_entries(obj, data_size=None if file_size is None else file_size - 8 - n)
+
+
+def safetensors_entries(
+    header: object, *, data_size: int | None = None
+) -> tuple[dict[str, tuple[str, tuple[int, ...]]], dict[str, str]]:
+    """A decoded safetensors JSON header -> ({name: (dtype, shape)}, metadata), validated."""
+    if not isinstance(header, dict):
+        raise CheckpointError(f"header must be a JSON object, not {type(header).__name__}")
+    entries: dict[str, tuple[str, tuple[int, ...]]] = {}
+    metadata: dict[str, str] = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            if isinstance(info, dict):
+                metadata = {str(k): str(v) for k, v in info.items()}
+            continue
+        if not isinstance(info, dict):
+            raise CheckpointError(f"tensor {name!r}: entry must be an object")
+        dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if not isinstance(dtype, str):
+            raise CheckpointError(f"tensor {name!r}: missing or invalid 'dtype'")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise CheckpointError(f"tensor {name!r}: 'shape' must be a list of non-negative integers")
+        dims = tuple(int(d) for d in shape)
+        nbytes = safetensors_bytes(dtype, dims)
+        if offsets is not None:
+            if (
+                not isinstance(offsets, list)
+                or len(offsets) != 2
+                or not all(isinstance(o, int) and o >= 0 for o in offsets)
+                or offsets[1] < offsets[0]
+            ):
+                raise CheckpointError(f"tensor {name!r}: 'data_offsets' must be [begin, end]")
+            if offsets[1] - offsets[0] != nbytes:
+                raise CheckpointError(
+                    f"tensor {name!r}: {dtype} {list(dims)} needs {nbytes:,} bytes but its data_offsets span "
+                    f"{offsets[1] - offsets[0]:,}"
+                )
+            if data_size is not None and offsets[1] > data_size:
+                raise CheckpointError(
+                    f"truncated: tensor {name!r} ends at data byte {offsets[1]:,} but the file holds only "
+                    f"{data_size:,} bytes of data (incomplete download?)"
+                )
+        entries[str(name)] = (dtype.upper(), dims)
+    return entries, metadata
+
+
+# --------------------------------------------------------------------------------------------------
+# tensor name -> role, part, layer
+# --------------------------------------------------------------------------------------------------
+
+_LAYER_RE = re.compile(r"(?:^|\.)(?:layers|layer|h|blk|blocks|block)\.(\d+)(?:\.|$)")
+_MTP_LAYER_RE = re.compile(r"(?:^|\.)mtp\.layers\.(\d+)(?:\.|$)")
+_VISION_MARKERS = (
+    "vision_tower",
+    "vision_model",
+    "vision_encoder",
+    "multi_modal_projector",
+    "mm_projector",
+    "audio_tower",
+    "audio_model",
+    "embed_vision",
+    "image_newline",
+)
+#: suffixes of quantisation side tensors: stored, priced, but not parameters
+_AUX_SUFFIXES = (
+    ".qzeros",
+    ".scales",
+    ".g_idx",
+    ".absmax",
+    ".quant_map",
+    ".nested_absmax",
+    ".nested_quant_map",
+    ".SCB",
+    ".weight_format",
+    ".weight_scale_inv",
+    ".weight_scale",
+    ".weight_scale_2",
+    ".input_scale",
+    ".weight_zero_point",
+    ".weight_g_idx",
+    ".weight_shape",
+    ".weight_global_scale",
+    ".input_global_scale",
+    ".k_scale",
+    ".v_scale",
+    "_scales",
+)
+_ATTN_WORDS = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "qkv",
+    "query_key_value",
+    "c_attn",
+    "self_attn",
+    "attention",
+    "attn",
+    "wq",
+    "wk",
+    "wv",
+    "wo",
+)
+_MLP_WORDS = (
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "gate_up_proj",
+    "mlp",
+    "feed_forward",
+    "ffn",
+    "fc1",
+    "fc2",
+    "c_fc",
+    "dense_h_to_4h",
+    "dense_4h_to_h",
+    "w1",
+    "w2",
+    "w3",
+)
+
+
+def is_quant_aux(name: str) -> bool:
+    """A quantisation side tensor (scales, zeros, group indices, bitsandbytes state)."""
+    return name.endswith(_AUX_SUFFIXES) or ".quant_state." in name
+
+
+def _module(name: str) -> str:
+    """The owning module's last path component ("model.layers.0.input_layernorm.weight" -> "input_layernorm")."""
+    parts = name.split(".")
+    if len(parts) >= 2 and parts[-1] in ("weight", "bias", "qweight", "weight_packed"):
+        return parts[-2]
+    return parts[-1]
+
+
+def _components(name: str) -> set[str]:
+    out: set[str] = set()
+    for comp in name.lower().split("."):
+        out.add(comp)
+        out.update(comp.split("_"))
+    return out
+
+
+def _part_and_layer(name: str, arch: Architecture) -> tuple[str, int | None]:
+    low = name.lower()
+    if (
+        low.startswith(("visual.", "v.", "mm.", "mmproj."))
+        or ".visual." in low
+        or any(marker in low for marker in _VISION_MARKERS)
+    ):
+        return "vision", None
+    m = _MTP_LAYER_RE.search(name)
+    if m:
+        return "mtp", arch.n_layers + int(m.group(1))
+    if low.startswith("mtp.") or ".mtp." in low or ".nextn." in low:
+        return "mtp", arch.n_layers
+    m = _LAYER_RE.search(name)
+    layer = int(m.group(1)) if m else None
+    if layer is not None and layer >= arch.n_layers:
+        return "mtp", layer
+    if arch.tie_embeddings and (name == "lm_head.weight" or name.endswith(".lm_head.weight")):
+        return "lm_head_copy", None
+    return "text", layer
+
+
+def _role(name: str, part: str) -> str:
+    if is_quant_aux(name):
+        return "quant_aux"
+    mod = _module(name)
+    low_mod = mod.lower()
+    if "norm" in low_mod or low_mod.startswith("ln"):
+        return "norm"
+    if mod in ("dt_bias", "A_log") or low_mod in ("ssm_a", "ssm_dt", "ssm_d"):
+        return "state_param"
+    if name.endswith(".bias") or low_mod.endswith("_bias"):
+        return "bias"
+    if part == "vision":
+        return "vision"
+    comps = _components(name)
+    if low_mod in ("embed_tokens", "token_embd", "wte", "wpe", "word_embeddings", "embed_in", "tok_embeddings"):
+        return "embedding"
+    if low_mod in ("lm_head", "embed_out", "head") or name in ("output.weight", "lm_head.weight"):
+        return "lm_head"
+    if low_mod in ("eh_proj", "fc") and part == "mtp":
+        return "mtp_proj"
+    if low_mod in ("router", "ffn_gate_inp", "shared_expert_gate") or (
+        low_mod == "gate" and ("mlp" in comps or "block_sparse_moe" in name or "moe" in comps)
+    ):
+        return "router"
+    if "shared_expert" in name or "shared_experts" in name or "shexp" in low_mod:
+        return "shared_expert"
+    if "experts" in comps or "exps" in comps:
+        return "expert"
+    if "conv1d" in low_mod or low_mod == "ssm_conv1d":
+        return "conv"
+    if "linear_attn" in comps or low_mod.startswith("ssm_"):
+        return "linear_attn"
+    if any(w in comps for w in _MLP_WORDS) or low_mod.startswith("ffn_"):
+        return "mlp"
+    if any(w in comps for w in _ATTN_WORDS):
+        return "attn"
+    return "attn"
+
+
+def classify(name: str, arch: Architecture) -> tuple[str, str, int | None]:
+    """(role, part, layer) of a stored tensor, from its name and the architecture's layer count / tying."""
+    part, layer = _part_and_layer(name, arch)
+    return _role(name, part), part, layer
+
+
+def tensors_from_safetensors(entries: SafetensorsEntries, arch: Architecture) -> tuple[Tensor, ...]:
+    """safetensors header entries ({name: (dtype, shape)}) -> stored tensors with exact bytes."""
+    out = []
+    for name, (dtype, shape) in entries.items():
+        if name == "__metadata__":
+            continue
+        role, part, layer = classify(name, arch)
+        dims = tuple(shape)
+        out.append(
+            Tensor(
+                name=name,
+                shape=dims,
+                role=role,
+                layer=layer,
+                part=part,
+                stored_bytes=safetensors_bytes(dtype, dims),
+                stored_dtype=dtype.upper(),
+            )
+        )
+    return tuple(out)
+
+
+def _quant_bits(qc: Mapping[str, Any] | None) -> int | None:
+    if not qc:
+        return None
+    for key in ("bits", "w_bit", "num_bits", "weight_bits"):
+        v = qc.get(key)
+        if isinstance(v, int) and v > 0:
+            return v
+    groups = qc.get("config_groups")
+    if isinstance(groups, Mapping):
+        for g in groups.values():
+            w = g.get("weights") if isinstance(g, Mapping) else None
+            if isinstance(w, Mapping) and isinstance(w.get("num_bits"), int):
+                return int(w["num_bits"])
+    return None
+
+
+def stored_parameter_count(entries: SafetensorsEntries, quantization_config: Mapping[str, Any] | None = None) -> int:
+    """Logical parameters a safetensors checkpoint stores.
+
+    What is counted: every tensor's element count, except
+
+    * quantisation side tensors (``qzeros``, ``scales``, ``g_idx``, bitsandbytes ``absmax`` / ``quant_map`` /
+      ``quant_state.*``, int8 ``SCB``, fp8 ``weight_scale(_inv)`` / ``input_scale``, compressed-tensors
+      ``weight_zero_point`` / ``weight_shape``, MXFP4 ``*_scales``): not parameters, counted 0;
+    * packed weights, unpacked: GPTQ/AWQ ``qweight`` and compressed-tensors ``weight_packed`` hold
+      ``storage bits / quantisation bits`` values per element (bits from ``quantization_config``, 4 if
+      absent); MXFP4 ``*_blocks`` and 4-bit bitsandbytes / NVFP4 ``uint8`` weights (recognised by their
+      ``absmax`` / ``quant_state`` / ``weight_scale_2`` companions or the config) hold 2 per byte.
+
+    Tied embeddings stored twice are counted twice (this is what the checkpoint holds).
+    """
+    names = set(entries)
+    qc = quantization_config or {}
+    bits = _quant_bits(qc) or 4
+    method = str(qc.get("quant_method", "")).lower()
+    four_bit_u8 = (method == "bitsandbytes" and bool(qc.get("load_in_4bit"))) or (
+        method == "modelopt" and "fp4" in json.dumps(qc).lower()
+    )
+    bnb_state = {n.split(".quant_state.")[0] for n in names if ".quant_state." in n}
+    total = 0
+    for name, (dtype, shape) in entries.items():
+        if name == "__metadata__" or is_quant_aux(name):
+            continue
+        n = prod(shape)
+        dt = dtype.upper()
+        if name.endswith((".qweight", ".weight_packed")) and dt in _INT_BITS:
+            n *= max(1, _INT_BITS[dt] // bits)
+        elif name.endswith("_blocks") and dt == "U8":
+            n *= 2
+        elif dt == "U8" and name.endswith(".weight"):
+            stem = name[: -len(".weight")]
+            if four_bit_u8 or name in bnb_state or f"{name}.absmax" in names or f"{stem}.weight_scale_2" in names:
+                n *= 2
+        total += n
+    return total
+
+
+# --------------------------------------------------------------------------------------------------
+# GGUF
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GgufArray:
+    """A long array the reader walked without decoding: its element type and length."""
+
+    type: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class GgufTensorInfo:
+    name: str
+    type_id: int
+    #: dimensions as the file stores them (ggml order: the row length ``ne0`` first)
+    ggml_shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def numel(self) -> int:
+        return prod(self.ggml_shape)
+
+
+@dataclass(frozen=True, slots=True)
+class GgufHeader:
+    version: int
+    kv: dict[str, Any]
+    tensors: tuple[GgufTensorInfo, ...]
+    #: offset where the tensor-info records end
+    header_end: int
+    alignment: int
+
+    @property
+    def architecture(self) -> str:
+        return str(self.kv.get("general.architecture", ""))
+
+    @property
+    def data_start(self) -> int:
+        a = self.alignment
+        return (self.header_end + a - 1) // a * a
+
+    def entries(self) -> dict[str, tuple[int | str, tuple[int, ...]]]:
+        """{name: (ggml type id, ggml shape)} for :func:`tensors_from_gguf`."""
+        return {t.name: (t.type_id, t.ggml_shape) for t in self.tensors}
+
+    def data_end(self) -> int:
+        """The byte after the last tensor's data (to check a file or download for truncation)."""
+        end = self.data_start
+        for t in self.tensors:
+            end = max(end, self.data_start + t.offset + gguf_entry_bytes(t.type_id, t.ggml_shape, t.name))
+        return end
+
+
+_GGUF_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_GGUF_SCALAR_SIZE = {t: struct.calcsize(f) for t, f in _GGUF_SCALAR.items()}
+_U64 = struct.Struct("<Q")
+#: limits: real files have ~50 keys, up to a few thousand tensors, vocabularies below 1M
+MAX_GGUF_KV = 65_536
+MAX_GGUF_TENSORS = 1_000_000
+MAX_GGUF_ARRAY = 64 * 1024 * 1024
+MAX_GGUF_STRING = 64 * 1024 * 1024
+MAX_GGUF_DIMS = 8
+
+
+class _Reader:
+    __slots__ = ("buf", "limit", "off", "total")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, total: int | None) -> None:
+        self.buf = buf
+        self.off = 0
+        self.limit = len(buf)
+        self.total = total
+
+    def need(self, n: int) -> None:
+        end = self.off + n
+        if end > self.limit:
+            if self.total is not None and end > self.total:
+                raise CheckpointError(
+                    f"truncated: the header continues past the end of the file (byte {end:,} of {self.total:,})"
+                )
+            raise NeedMoreBytesError(end)
+
+    def scalar(self, t: int) -> Any:
+        size = _GGUF_SCALAR_SIZE[t]
+        self.need(size)
+        v = struct.unpack_from(_GGUF_SCALAR[t], self.buf, self.off)[0]
+        self.off += size
+        return v
+
+    def u32(self) -> int:
+        return int(self.scalar(4))
+
+    def u64(self) -> int:
+        return int(self.scalar(10))
+
+    def string(self, what: str) -> str:
+        n = self.u64()
+        if n > MAX_GGUF_STRING:
+            raise CheckpointError(f"{what}: string length {n:,} is absurd")
+        self.need(n)
+        s = bytes(self.buf[self.off : self.off + n]).decode("utf-8", "replace")
+        self.off += n
+        return s
+
+    def skip_string(self, what: str) -> None:
+        n = self.u64()
+        if n > MAX_GGUF_STRING:
+            raise CheckpointError(f"{what}: string length {n:,} is absurd")
+        self.need(n)
+        self.off += n
+
+    def skip_strings(self, n: int, what: str) -> None:
+        """Walk ``n`` length-prefixed strings (the hot loop of a tokenizer vocabulary: kept tight)."""
+        buf, limit, off = self.buf, self.limit, self.off
+        unpack = _U64.unpack_from
+        for _ in range(n):
+            if off + 8 > limit:
+                self.off = off
+                self.need(8)
+            (length,) = unpack(buf, off)
+            if length > MAX_GGUF_STRING:
+                raise CheckpointError(f"{what}: string length {length:,} is absurd")
+            off += 8 + length
+        if off > limit:
+            need = off - self.off
+            self.need(need)
+        self.off = off
+
+    def value(self, t: int, key: str, keep: int, depth: int = 0) -> Any:
+        if t in _GGUF_SCALAR:
+            return self.scalar(t)
+        if t == 8:
+            return self.string(key)
+        if t == 9:
+            if depth > 4:
+                raise CheckpointError(f"key {key!r}: arrays nested too deep")
+            et, n = self.u32(), self.u64()
+            if n > MAX_GGUF_ARRAY or (self.total is not None and n > self.total):
+                raise CheckpointError(f"key {key!r}: array length {n:,} is absurd")
+            if et not in _GGUF_SCALAR and et not in (8, 9):
+                raise CheckpointError(f"key {key!r}: unknown array element type {et}")
+            if n <= keep:
+                return [self.value(et, key, keep, depth + 1) for _ in range(n)]
+            if et in _GGUF_SCALAR:
+                size = _GGUF_SCALAR_SIZE[et] * n
+                self.need(size)
+                self.off += size
+            elif et == 8:
+                self.skip_strings(n, key)
+            else:
+                for _ in range(n):
+                    self.value(et, key, 0, depth + 1)
+            return GgufArray(et, n)
+        raise CheckpointError(f"key {key!r}: unknown value type {t}")
+
+
+def parse_gguf_header(
+    buf: bytes | bytearray | memoryview, *, total_size: int | None = None, keep_array: int = 64
+) -> GgufHeader:
+    """Parse a GGUF header (v2/v3) from the start of a file, without touching tensor data.
+
+    Arrays longer than ``keep_array`` come back as :class:`GgufArray` (type and length only). With
+    ``total_size`` (the file's size) a header that runs past it is reported as truncated; without it a short
+    ``buf`` raises :class:`NeedMoreBytesError` so a caller doing ranged reads can fetch more.
+    """
+    r = _Reader(buf, total_size)
+    r.need(4)
+    if bytes(buf[:4]) != b"GGUF":
+        raise CheckpointError(f"bad magic {bytes(buf[:4])!r}: not a GGUF file")
+    r.off = 4
+    version = r.u32()
+    if version not in (2, 3):
+        raise CheckpointError(f"GGUF version {version} is not supported (2 and 3 are)")
+    n_tensors, n_kv = r.u64(), r.u64()
+    if n_kv > MAX_GGUF_KV:
+        raise CheckpointError(f"{n_kv:,} metadata keys is absurd (limit {MAX_GGUF_KV:,})")
+    if n_tensors > MAX_GGUF_TENSORS:
+        raise CheckpointError(f"{n_tensors:,} tensors is absurd (limit {MAX_GGUF_TENSORS:,})")
+    if total_size is not None and 24 + 12 * n_kv + 32 * n_tensors > total_size:
+        raise CheckpointError(
+            f"{n_kv:,} keys and {n_tensors:,} tensors cannot fit in a {total_size:,}-byte file (corrupt header)"
+        )
+    kv: dict[str, Any] = {}
+    for i in range(n_kv):
+        key = r.string(f"metadata key #{i}")
+        kv[key] = r.value(r.u32(), key, keep_array)
+    tensors = []
+    for i in range(n_tensors):
+        name = r.string(f"tensor #{i} name")
+        n_dims = r.u32()
+        if n_dims > MAX_GGUF_DIMS:
+            raise CheckpointError(f"tensor {name!r}: {n_dims} dimensions is absurd")
+        dims = tuple(r.u64() for _ in range(n_dims))
+        ttype = r.u32()
+        offset = r.u64()
+        tensors.append(GgufTensorInfo(name, ttype, dims, offset))
+    align = kv.get("general.alignment", 32)
+    if not isinstance(align, int) or align <= 0 or align & (align - 1):
+        raise CheckpointError(f"general.alignment {align!r} is not a power of two")
+    return GgufHeader(version=version, kv=kv, tensors=tuple(tensors), header_end=r.off, alignment=align)
+
+
+def _gguf_type_name(type_id: int | str, name: str) -> str:
+    if isinstance(type_id, str):
+        return type_id.upper()
+    t = GGUF_TYPE_IDS.get(type_id)
+    if t is None:
+        raise CheckpointError(f"tensor {name!r}: unknown ggml type id {type_id}")
+    return t
+
+
+def gguf_entry_bytes(type_id: int | str, ggml_shape: tuple[int, ...], name: str = "?") -> int:
+    t = _gguf_type_name(type_id, name)
+    try:
+        return gguf_tensor_bytes(t, prod(ggml_shape))
+    except FormatError as err:
+        raise CheckpointError(f"tensor {name!r}: {err}") from err
+
+
+def tensors_from_gguf(
+    entries: Mapping[str, tuple[int | str, tuple[int, ...]]], arch: Architecture
+) -> tuple[Tensor, ...]:
+    """GGUF tensor infos ({name: (ggml type id or name, shape in ggml order)}) -> stored tensors.
+
+    Shapes come back outermost first (PyTorch order: a (vocab, hidden) embedding, not ggml's (hidden, vocab)).
+    """
+    out = []
+    for name, (type_id, shape) in entries.items():
+        tname = _gguf_type_name(type_id, name)
+        role, part, layer = classify(name, arch)
+        out.append(
+            Tensor(
+                name=name,
+                shape=tuple(reversed(shape)),
+                role=role,
+                layer=layer,
+                part=part,
+                stored_bytes=gguf_entry_bytes(tname, tuple(shape), name),
+                stored_dtype=tname,
+            )
+        )
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# GGUF metadata -> HF-style config
+# --------------------------------------------------------------------------------------------------
+
+#: llama.cpp architecture -> HF model_type
+GGUF_ARCHS: dict[str, str] = {
+    "llama": "llama",
+    "mistral": "mistral",
+    "qwen2": "qwen2",
+    "qwen2moe": "qwen2_moe",
+    "qwen3": "qwen3",
+    "qwen3moe": "qwen3_moe",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gemma3": "gemma3_text",
+    "olmo2": "olmo2",
+    "granite": "granite",
+    "smollm3": "smollm3",
+}
+
+#: general.file_type -> the dtype of unquantised tensors
+_FILE_TYPE_DTYPE = {0: "float32", 1: "float16", 32: "bfloat16"}
+
+
+def _scalar_or_max(v: Any) -> Any:
+    if isinstance(v, list):
+        nums = [x for x in v if isinstance(x, int | float)]
+        return max(nums) if nums else None
+    return v
+
+
+def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
+    """llama.cpp metadata (``{arch}.block_count``, ``{arch}.embedding_length``, ...) -> a config.json-like dict.
+
+    Raises :class:`CheckpointError` naming the architecture or the missing key.
+    """
+    arch = header.architecture
+    if not arch:
+        raise CheckpointError("no general.architecture key")
+    model_type = GGUF_ARCHS.get(arch)
+    if model_type is None:
+        raise CheckpointError(
+            f"GGUF architecture {arch!r} is not supported yet (supported: {', '.join(sorted(GGUF_ARCHS))})"
+        )
+    kv = header.kv
+
+    def get(key: str, default: Any = None) -> Any:
+        return _scalar_or_max(kv.get(f"{arch}.{key}", default))
+
+    def need(key: str) -> int:
+        v = get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise CheckpointError(f"{arch}: metadata key '{arch}.{key}' is missing or not a positive integer")
+        return v
+
+    names = {t.name for t in header.tensors}
+    hidden = need("embedding_length")
+    n_heads = need("attention.head_count")
+    embd = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
+    vocab = get("vocab_size")
+    if not isinstance(vocab, int) or vocab <= 0:
+        if embd is not None and len(embd.ggml_shape) == 2:
+            vocab = embd.ggml_shape[1]
+        else:
+            tokens = kv.get("tokenizer.ggml.tokens")
+            vocab = tokens.length if isinstance(tokens, GgufArray) else len(tokens) if isinstance(tokens, list) else 0
+    if not vocab:
+        raise CheckpointError(f"{arch}: cannot tell the vocabulary size (no token_embd.weight, no tokenizer tokens)")
+    cfg: dict[str, Any] = {
+        "model_type": model_type,
+        "architectures": [f"{arch} (from GGUF)"],
+        "hidden_size": hidden,
+        "num_hidden_layers": need("block_count"),
+        "num_attention_heads": n_heads,
+        "num_key_value_heads": get("attention.head_count_kv") or n_heads,
+        "vocab_size": vocab,
+        "tie_word_embeddings": "output.weight" not in names,
+        "torch_dtype": _FILE_TYPE_DTYPE.get(kv.get("general.file_type", -1), "bfloat16"),
+    }
+    ff = get("feed_forward_length")
+    if isinstance(ff, int) and ff > 0:
+        cfg["intermediate_size"] = ff
+    key_len = get("attention.key_length")
+    if isinstance(key_len, int) and key_len > 0:
+        cfg["head_dim"] = key_len
+    for src, dst in (
+        ("context_length", "max_position_embeddings"),
+        ("rope.freq_base", "rope_theta"),
+        ("attention.layer_norm_rms_epsilon", "rms_norm_eps"),
+        ("attention.sliding_window", "sliding_window"),
+        ("attn_logit_softcapping", "attn_logit_softcapping"),
+        ("final_logit_softcapping", "final_logit_softcapping"),
+    ):
+        v = get(src)
+        if v is not None and not isinstance(v, GgufArray):
+            cfg[dst] = v
+    experts = get("expert_count")
+    if isinstance(experts, int) and experts > 0:
+        cfg["num_experts"] = experts
+        cfg["num_experts_per_tok"] = need("expert_used_count")
+        eff = get("expert_feed_forward_length")
+        cfg["moe_intermediate_size"] = eff if isinstance(eff, int) and eff > 0 else cfg.get("intermediate_size")
+        shared = get("expert_shared_feed_forward_length")
+        if isinstance(shared, int) and shared > 0:
+            cfg["shared_expert_intermediate_size"] = shared
+        cfg.setdefault("intermediate_size", cfg["moe_intermediate_size"])
+    if "intermediate_size" not in cfg:
+        raise CheckpointError(f"{arch}: metadata key '{arch}.feed_forward_length' is missing")
+    cfg["attention_bias"] = "blk.0.attn_q.bias" in names or "blk.0.attn_qkv.bias" in names
+    if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        cfg["use_sliding_window"] = False
+    if model_type == "gemma2":
+        cfg["query_pre_attn_scalar"] = cfg.get("head_dim", hidden // n_heads)
+    if model_type == "gemma3_text":
+        # llama.cpp hard-codes Gemma 3's pattern: five sliding layers, then one global
+        cfg["sliding_window_pattern"] = 6
+        cfg["query_pre_attn_scalar"] = cfg.get("head_dim", hidden // n_heads)
+    return cfg
+
+
+__all__ = [
+    "SAFETENSORS_DTYPE_BYTES",
+    "CheckpointError",
+    "GgufArray",
+    "GgufHeader",
+    "GgufTensorInfo",
+    "NeedMoreBytesError",
+    "classify",
+    "gguf_to_config",
+    "parse_gguf_header",
+    "parse_safetensors_header",
+    "safetensors_entries",
+    "stored_parameter_count",
+    "tensors_from_gguf",
+    "tensors_from_safetensors",
+]
