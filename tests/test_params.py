@@ -73,10 +73,33 @@ def test_parameter_totals_match_published(model_id: str, expected: tuple[int, st
     assert got == total
 
 
-def test_every_catalog_config_is_covered() -> None:
-    ids = {m.id for m in default_catalog().models()}
+def test_every_shared_catalog_config_is_covered() -> None:
+    cat = default_catalog()
+    shared = {m.id for m in cat.models() if not m.derived_from and ".assembled." not in m.file}
     unpublished = {"Qwen/Qwen3.5-122B-A10B", "Qwen/Qwen3.5-397B-A17B"}
-    assert ids - unpublished == set(PUBLISHED)
+    assert shared - unpublished == set(PUBLISHED)
+
+
+def test_every_published_total_in_the_catalog_is_reproduced() -> None:
+    cat = default_catalog()
+    checked = 0
+    for m in cat.models():
+        if m.published_total is None:
+            continue
+        f = cat.facts(m.id)
+        c = f.counts
+        assert m.published_total in {c.text, c.checkpoint, c.text + c.vision, f.stored_total}, m.id
+        checked += 1
+    assert checked >= 55
+
+
+def test_variants_share_their_base_architecture() -> None:
+    cat = default_catalog()
+    variants = [m for m in cat.models() if m.derived_from]
+    assert len(variants) >= 20
+    for m in variants:
+        assert cat.facts(m.id).counts.text == cat.facts(m.derived_from or "").counts.text, m.id
+    assert cat.facts("Qwen/Qwen2.5-7B-Instruct-AWQ").arch.quantization_config is not None
 
 
 @pytest.mark.parametrize(
@@ -118,7 +141,10 @@ def test_both_figures_reported_when_checkpoint_stores_more() -> None:
         Scenario.model_validate({"model": {"id": "deepseek-ai/DeepSeek-V3"}}), cat.facts("deepseek-ai/DeepSeek-V3")
     ).params
     assert deepseek.total == 671_026_419_200
-    assert deepseek.checkpoint_total - deepseek.total == deepseek.parts["mtp"]
+    # the Hub's 684,531,386,000 = main model + MTP layer + 41,540,496 fp32 block scales of the fp8 weights
+    assert deepseek.checkpoint_total == 684_531_386_000
+    assert deepseek.checkpoint_total - deepseek.total == deepseek.parts["mtp"] + 41_540_496
+    assert any("scale" in n for n in deepseek.notes)
     assert any("MTP" in n for n in deepseek.notes)
 
 

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from vramdesk.core.dtypes import format_from_quantization_config
 from vramdesk.core.estimate import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
 
@@ -45,6 +46,10 @@ class CatalogModel:
     license: str
     gated: bool
     stored_lm_head_copy: bool = False
+    #: a variant that shares its base's architecture (an Instruct or a quantised repo)
+    derived_from: str | None = None
+    #: top-level config keys the variant changes (its quantization_config, dtype)
+    config_patch: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -151,7 +156,18 @@ class Catalog:
     def config(self, model_id: str) -> dict[str, Any]:
         m = self.get(model_id)
         data: dict[str, Any] = json.loads((self.root / "configs" / m.file).read_text(encoding="utf-8"))
+        if m.config_patch:
+            data.update(m.config_patch)
         return data
+
+    def context_length(self, model_id: str) -> int | None:
+        cfg = self.config(model_id)
+        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+        for key in ("max_position_embeddings", "n_positions", "seq_length"):
+            v = text.get(key) if isinstance(text, dict) else None
+            if isinstance(v, int) and v > 0:
+                return v
+        return None
 
     def facts(self, model_id: str) -> ModelFacts:
         m = self.get(model_id)
@@ -166,6 +182,13 @@ class Catalog:
                 notes.append(
                     f"tie_word_embeddings is true, yet the checkpoint also stores lm_head.weight ({extra:,} "
                     f"parameters): the Hub lists {stored:,}; transformers ties them on load, so memory counts it once"
+                )
+            scales = _fp8_scale_elements(facts)
+            if scales:
+                stored = (stored or facts.counts.checkpoint) + scales
+                notes.append(
+                    f"the checkpoint also stores {scales:,} fp32 scale elements next to its fp8 weights, which the "
+                    "Hub counts as parameters"
                 )
             if m.published_total:
                 notes.append(f"published total: {m.published_text}")
@@ -235,6 +258,23 @@ class Catalog:
         close = difflib.get_close_matches(name, [g.name for g in self._gpus], n=3, cutoff=0.4)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise CatalogError(f"GPU '{name}' is not in the GPU catalog{hint}")
+
+
+def _fp8_scale_elements(facts: ModelFacts) -> int:
+    """fp32 scale tensors an fp8 checkpoint stores next to its weights (one per tensor or per block)."""
+    qc = facts.arch.quantization_config
+    if not qc or qc.get("quant_method") != "fp8":
+        return 0
+    fmt = format_from_quantization_config(qc, base_dtype="bf16")
+    total = 0
+    for t in facts.tensors:
+        if t.part == "vision" or not fmt.is_quantized(t.name, t.role, shape=t.shape):
+            continue
+        experts = t.shape[0] if len(t.shape) == 3 else 1
+        shape = t.shape[1:] if len(t.shape) == 3 else t.shape
+        per = fmt.tensor_bytes(t.name, t.role, shape, t.layer, facts.arch.n_layers) - shape[0] * shape[1]
+        total += experts * per // 4
+    return total
 
 
 @cache
