@@ -127,21 +127,31 @@ def test_eight_bit_adam_is_smaller_than_adamw() -> None:
 
 
 def test_zero_sharding_matches_deepspeed_model_state_formulas() -> None:
-    # DeepSpeed accounting for mixed precision: 2 B weights + 2 B grads + 12 B optimizer (fp32 master + m + v)
-    # here AMP keeps fp32 params (4) + fp32 grads (4) + 8 B of states; ZeRO-3 divides all of them by N
-    p = 8_030_261_248
-    n = 8
-    z3 = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 3}, gpus=n, grad_checkpointing=True)
-    opt = next(ph for ph in z3.phases if ph.name == "optimizer step")
-    comps = {c.name: c.bytes for c in opt.components}
-    assert comps["weights"] == pytest.approx(4 * p / n, rel=1e-6)
-    assert comps["gradients"] == pytest.approx(4 * p / n, rel=1e-6)
-    assert comps["optimizer states"] == pytest.approx(8 * p / n, rel=1e-6)
-    z1 = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 1}, gpus=n, grad_checkpointing=True)
-    c1 = {c.name: c.bytes for c in next(ph for ph in z1.phases if ph.name == "optimizer step").components}
-    assert c1["weights"] == 4 * p and c1["gradients"] == 4 * p and c1["optimizer states"] == pytest.approx(8 * p / n)
+    # deepspeed.runtime.zero estimate_zero{2,3}_model_states_mem_needs (no offload), per GPU:
+    #   ZeRO-2: 4 x P + 16 x P / N          ZeRO-3: 4 x largest_layer_params + 18 x P / N
+    p, n = 8_030_261_248, 8
+    cat = default_catalog()
+    largest_layer = max(sum(t.numel for t in cat.facts(LLAMA).tensors if t.layer == i) for i in range(32))
+
+    def model_states(zero: int) -> int:
+        est = train(LLAMA, method="full", precision="bf16", parallel={"zero": zero}, gpus=n, grad_checkpointing=True)
+        step = next(ph for ph in est.phases if ph.name == "optimizer step")
+        keep = {"weights", "gradients", "optimizer states", "gathered layer parameters"}
+        return sum(c.bytes for c in step.components if c.name in keep)
+
+    assert model_states(2) == pytest.approx(4 * p + 16 * p / n, rel=1e-6)
+    assert model_states(3) == pytest.approx(4 * largest_layer + 18 * p / n, rel=1e-6)
+    z3 = train(LLAMA, method="full", precision="bf16", parallel={"zero": 3}, gpus=n)
     assert len(z3.per_gpu) == n
     assert any(c.name == "NCCL buffers" for c in z3.device_overheads)
+
+
+def test_fsdp_without_deepspeed_shards_torch_amp_states() -> None:
+    p, n = 8_030_261_248, 8
+    est = train(LLAMA, method="full", precision="amp-bf16", parallel={"fsdp": True}, gpus=n, grad_checkpointing=True)
+    comps = {c.name: c.bytes for c in next(ph for ph in est.phases if ph.name == "optimizer step").components}
+    assert comps["weights"] == pytest.approx(4 * p / n, rel=1e-6)
+    assert comps["optimizer states"] == pytest.approx(8 * p / n, rel=1e-6)
 
 
 def test_optimizer_offload_moves_states_to_host() -> None:

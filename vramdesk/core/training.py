@@ -336,11 +336,28 @@ def training_phases(
     g_div = tp * pp * (dp if (par.zero >= 2 or par.fsdp) else 1)
     s_div = tp * pp * (dp if (par.zero >= 1 or par.fsdp) else 1)
     host = 0.0
+    notes = []
+    if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
+        # DeepSpeed's mixed precision (fp16 and bf16 alike): 16-bit working parameters and gradients, an fp32
+        # master copy, Adam's two fp32 moments and an fp32 gradient partition. Split as DeepSpeed's own
+        # estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-2 keeps 2 B params + 2 B grads
+        # per parameter on every GPU and shards 16 B; ZeRO-3 shards all 18 B; ZeRO-1 shards the 12 B of states
+        p_all = all_params
+        base_bytes, grads = 2 * p_all, 2 * p_all
+        states, temp = 12 * p_all, 0
+        s_text = "DeepSpeed mixed precision: fp32 master weights + Adam moments (12 B/param), sharded"
+        t_text = "DeepSpeed's fused Adam step: no step temporaries"
+        states += 4 * p_all  # the fp32 gradient partition the optimizer reads
+        s_text = "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
+        if par.zero == 3:
+            grads, states = 4 * p_all, 12 * p_all  # DeepSpeed's ZeRO-3 estimator: 18 B/param, all sharded
+            s_text = "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
+        w_explain = f"{p_all:,} parameters x 2 B (DeepSpeed's 16-bit working copy)"
+        g_div = tp * pp * (dp if par.zero == 3 else 1)
     w_gpu = (base_bytes + adapter_bytes) / w_div
     g_gpu = grads / g_div
     s_gpu = states / s_div
     t_gpu = temp / s_div
-    notes = []
     if par.offload in ("optimizer", "params"):
         host += states / s_div + (grads / g_div if par.zero or par.fsdp else 0)
         s_gpu = 0
