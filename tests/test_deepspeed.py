@@ -1,0 +1,78 @@
+"""DeepSpeed JSON configs become scenario options; bad files name the key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vramdesk.services.deepspeed import DeepSpeedConfigError, parse_deepspeed, read_deepspeed
+
+ZERO3_OFFLOAD = {
+    "bf16": {"enabled": "auto"},
+    "zero_optimization": {
+        "stage": 3,
+        "offload_optimizer": {"device": "cpu", "pin_memory": True},
+        "offload_param": {"device": "cpu", "pin_memory": True},
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": "auto",
+        "stage3_prefetch_bucket_size": 50_000_000,
+        "stage3_max_live_parameters": 1e9,
+    },
+    "gradient_accumulation_steps": "auto",
+    "train_micro_batch_size_per_gpu": 4,
+    "gradient_clipping": "auto",
+}
+
+
+def test_zero3_offload_config() -> None:
+    plan = parse_deepspeed(ZERO3_OFFLOAD)
+    assert plan.options["zero"] == 3 and plan.options["offload"] == "params"
+    assert plan.options["micro_batch"] == 4 and "grad_accum" not in plan.options  # "auto" keeps the scenario's
+    assert plan.buckets["stage3_prefetch_bucket_size"] == 50_000_000
+
+
+def test_precision_and_optimizer() -> None:
+    plan = parse_deepspeed(
+        {
+            "bf16": {"enabled": True},
+            "optimizer": {"type": "AdamW", "params": {"lr": 1e-5}},
+            "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},
+        }
+    )
+    assert plan.options == {
+        "mode": "finetune",
+        "zero": 2,
+        "offload": "optimizer",
+        "precision": "amp-bf16",
+        "optimizer": "adamw",
+    }
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"zero_optimisation": {"stage": 3}}, "zero_optimisation"),
+        ({"zero_optimization": {"stage": 3, "offload_params": {}}}, "offload_params"),
+        ({"zero_optimization": {"stage": 5}}, "must be 0"),
+        ({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}, "needs stage 3"),
+        ({"optimizer": {"type": "OneBitLamb"}}, "OneBitLamb"),
+        ({"train_micro_batch_size_per_gpu": -1}, "train_micro_batch_size_per_gpu"),
+        ([1, 2], "JSON object"),
+    ],
+)
+def test_bad_configs_name_the_key(config: object, message: str) -> None:
+    with pytest.raises(DeepSpeedConfigError, match=message):
+        parse_deepspeed(config)  # type: ignore[arg-type]
+
+
+def test_file_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "ds.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(DeepSpeedConfigError, match=r"ds\.json"):
+        read_deepspeed(bad)
+    good = tmp_path / "ok.json"
+    good.write_text(json.dumps(ZERO3_OFFLOAD), encoding="utf-8")
+    assert read_deepspeed(good).options["zero"] == 3

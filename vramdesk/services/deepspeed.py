@@ -1,0 +1,239 @@
+"""Read a DeepSpeed JSON config into scenario options, so a plan uses the file the job will launch with.
+
+Only the keys that change memory are mapped; every other known key is accepted and ignored; an unknown key
+is an error that names it (a typo such as ``"zero_optimisation"`` would otherwise silently plan ZeRO-0).
+Values ``"auto"`` (filled in by the HF Trainer integration) keep the scenario's own setting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_BYTES = 1024 * 1024
+
+
+class DeepSpeedConfigError(ValueError):
+    """A DeepSpeed config that cannot be used; the message names the file and the key."""
+
+
+_TOP_KEYS = {
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "gradient_clipping",
+    "optimizer",
+    "scheduler",
+    "fp16",
+    "bf16",
+    "amp",
+    "zero_optimization",
+    "activation_checkpointing",
+    "steps_per_print",
+    "wall_clock_breakdown",
+    "zero_allow_untested_optimizer",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "communication_data_type",
+    "flops_profiler",
+    "tensorboard",
+    "wandb",
+    "csv_monitor",
+    "comms_logger",
+    "dump_state",
+    "checkpoint",
+    "data_types",
+    "memory_breakdown",
+    "zero_force_ds_cpu_optimizer",
+    "sparse_gradients",
+    "aio",
+    "elasticity",
+    "compression_training",
+    "data_efficiency",
+    "curriculum_learning",
+    "autotuning",
+    "pipeline",
+    "seq_parallel_communication_data_type",
+    "torch_autocast",
+    "nebula",
+    "monitor_config",
+    "train_batch_size_per_gpu",
+}
+_ZERO_KEYS = {
+    "stage",
+    "offload_optimizer",
+    "offload_param",
+    "overlap_comm",
+    "contiguous_gradients",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "sub_group_size",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
+    "stage3_gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save",
+    "round_robin_gradients",
+    "zero_hpz_partition_size",
+    "zero_quantized_weights",
+    "zero_quantized_gradients",
+    "mics_shard_size",
+    "mics_hierarchical_params_gather",
+    "memory_efficient_linear",
+    "cpu_offload",
+    "cpu_offload_params",
+    "cpu_offload_use_pin_memory",
+    "elastic_checkpoint",
+    "ignore_unused_parameters",
+    "legacy_stage1",
+    "load_from_fp32_weights",
+    "use_multi_rank_bucket_allreduce",
+    "module_granularity_threshold",
+    "use_all_reduce_for_fetch_params",
+    "log_trace_cache_warnings",
+    "stage3_module_granularity_threshold",
+}
+_OPTIMIZERS = {
+    "adamw": "adamw",
+    "adam": "adamw",
+    "fusedadam": "adamw-fused",
+    "cpuadam": "adamw",
+    "deepspeedcpuadam": "adamw",
+    "lion": "lion",
+    "sgd": "sgd",
+    "adafactor": "adafactor",
+}
+
+
+@dataclass(frozen=True)
+class DeepSpeedPlan:
+    """Scenario options from the file (long option names with '_'), plus what it said about buffers."""
+
+    options: dict[str, Any]
+    buckets: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def _is_auto(v: object) -> bool:
+    return isinstance(v, str) and v.strip().lower() == "auto"
+
+
+def _int(v: object, where: str) -> int | None:
+    if v is None or _is_auto(v):
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v or v < 0:
+        raise DeepSpeedConfigError(f"'{where}' must be a non-negative whole number or \"auto\", got {v!r}")
+    return int(v)
+
+
+def _enabled(section: object, where: str) -> bool:
+    if section is None:
+        return False
+    if not isinstance(section, Mapping):
+        raise DeepSpeedConfigError(f"'{where}' must be an object")
+    v = section.get("enabled", False)
+    if _is_auto(v):
+        return False
+    if not isinstance(v, bool):
+        raise DeepSpeedConfigError(f"'{where}.enabled' must be true, false or \"auto\", got {v!r}")
+    return v
+
+
+def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
+    if not isinstance(data, Mapping):
+        raise DeepSpeedConfigError("a DeepSpeed config must be a JSON object")
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise DeepSpeedConfigError(f"unknown key(s): {', '.join(unknown)}")
+    opts: dict[str, Any] = {"mode": "finetune"}
+    notes: list[str] = []
+    zero = data.get("zero_optimization") or {}
+    if not isinstance(zero, Mapping):
+        raise DeepSpeedConfigError("'zero_optimization' must be an object")
+    bad = sorted(set(zero) - _ZERO_KEYS)
+    if bad:
+        raise DeepSpeedConfigError("unknown key(s) in zero_optimization: " + ", ".join(bad))
+    stage = _int(zero.get("stage", 0), "zero_optimization.stage")
+    if stage is not None:
+        if stage > 3:
+            raise DeepSpeedConfigError(f"'zero_optimization.stage' must be 0-3, got {stage}")
+        opts["zero"] = stage
+    offload = "none"
+    for key, value in (("offload_optimizer", "optimizer"), ("offload_param", "params")):
+        section = zero.get(key)
+        if section is None:
+            continue
+        if not isinstance(section, Mapping):
+            raise DeepSpeedConfigError(f"'zero_optimization.{key}' must be an object")
+        device = str(section.get("device", "none")).lower()
+        if device not in ("none", "cpu", "nvme", "auto"):
+            raise DeepSpeedConfigError(f"'zero_optimization.{key}.device' must be none, cpu or nvme, got {device!r}")
+        if device in ("cpu", "nvme"):
+            offload = value if value == "params" or offload == "none" else offload
+            if device == "nvme":
+                notes.append(f"{key} to NVMe: planned as host offload (the NVMe swap buffers live in host RAM)")
+    if offload == "params" and stage != 3:
+        raise DeepSpeedConfigError("'zero_optimization.offload_param' needs stage 3")
+    opts["offload"] = offload
+    buckets = {}
+    for key in (
+        "reduce_bucket_size",
+        "allgather_bucket_size",
+        "stage3_prefetch_bucket_size",
+        "stage3_max_live_parameters",
+    ):
+        v = _int(zero.get(key), f"zero_optimization.{key}")
+        if v is not None:
+            buckets[key] = v
+    if _enabled(data.get("bf16"), "bf16"):
+        opts["precision"] = "amp-bf16"
+    elif _enabled(data.get("fp16"), "fp16"):
+        opts["precision"] = "amp-fp16"
+    elif "bf16" in data or "fp16" in data:
+        opts["precision"] = "fp32"
+    mb = _int(data.get("train_micro_batch_size_per_gpu"), "train_micro_batch_size_per_gpu")
+    if mb:
+        opts["micro_batch"] = mb
+    ga = _int(data.get("gradient_accumulation_steps"), "gradient_accumulation_steps")
+    if ga:
+        opts["grad_accum"] = ga
+    opt = data.get("optimizer")
+    if isinstance(opt, Mapping) and isinstance(opt.get("type"), str):
+        name = opt["type"].replace("_", "").replace("-", "").lower()
+        if name not in _OPTIMIZERS:
+            raise DeepSpeedConfigError(
+                f"optimizer type '{opt['type']}' is not one vramdesk models (known: {', '.join(sorted(_OPTIMIZERS))})"
+            )
+        opts["optimizer"] = _OPTIMIZERS[name]
+    ac = data.get("activation_checkpointing")
+    if (
+        (isinstance(ac, Mapping)
+        and ac.get("partition_activations"))
+        or (isinstance(ac, Mapping)
+        and ac.get("cpu_checkpointing"))
+    ):
+        notes.append("DeepSpeed activation checkpointing options are planned as plain gradient checkpointing")
+        opts["grad_checkpointing"] = True
+    return DeepSpeedPlan(options=opts, buckets=buckets, notes=tuple(notes))
+
+
+def read_deepspeed(path: Path) -> DeepSpeedPlan:
+    path = Path(path)
+    if not path.is_file():
+        raise DeepSpeedConfigError(f"{path}: no such file")
+    if path.stat().st_size > MAX_BYTES:
+        raise DeepSpeedConfigError(f"{path}: too large for a DeepSpeed config")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DeepSpeedConfigError(f"{path}: not valid JSON ({err})") from err
+    try:
+        return parse_deepspeed(data)
+    except DeepSpeedConfigError as err:
+        raise DeepSpeedConfigError(f"{path}: {err}") from err
