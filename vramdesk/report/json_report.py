@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vramdesk.core.performance import Performance
 from vramdesk.core.result import Component, Estimate
 from vramdesk.core.scenario import Scenario
 
@@ -12,7 +13,10 @@ def _component(c: Component) -> dict[str, Any]:
     return {"name": c.name, "bytes": c.bytes, "category": c.category, "explain": c.explain}
 
 
-def estimate_to_dict(est: Estimate, scenario: Scenario | None = None) -> dict[str, Any]:
+def estimate_to_dict(
+    est: Estimate, scenario: Scenario | None = None, performance: Performance | None = None
+) -> dict[str, Any]:
+    """``performance``: the speed estimate when a GPU is given (``None`` otherwise, as the contract says)."""
     out: dict[str, Any] = {
         "model": est.model_id,
         "params": {
@@ -37,7 +41,7 @@ def estimate_to_dict(est: Estimate, scenario: Scenario | None = None) -> dict[st
         "host_bytes": est.host_bytes,
         "engine": est.engine.model_dump(),
         "fit": est.fit.model_dump() if est.fit else None,
-        "performance": None,
+        "performance": performance.model_dump(mode="json") if performance is not None else None,
         "warnings": list(est.warnings),
         "constants": dict(est.constants),
     }
