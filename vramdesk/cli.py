@@ -16,6 +16,7 @@ from vramdesk.core.architecture import ConfigError
 from vramdesk.core.dtypes import FormatError
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import GIB
+from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
@@ -153,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("query", help="words of the model name, e.g. 'qwen 32b'")
     srch.add_argument("--limit", type=_positive, default=20, help="most results to show [20]")
     srch.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_solve_parser(sub)
+    gpus = sub.add_parser("gpus", help="GPUs seen through NVML (an empty list and the reason when none)")
+    gpus.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -219,6 +223,19 @@ def run_estimate(scenario: Scenario) -> Estimate:
     return estimate(scenario, facts, gpu)
 
 
+def estimate_and_speed(scenario: Scenario) -> tuple[Estimate, Performance | None]:
+    """The estimate and, when a GPU is given (and the catalog has its figures), the speed estimate."""
+    facts = resolve_model(scenario.model.id)
+    gpu = resolve_gpu(scenario.hardware.gpu)
+    est = estimate(scenario, facts, gpu)
+    if gpu is None:
+        return est, None
+    try:
+        return est, performance(est, scenario, facts, gpu)
+    except PerformanceError:
+        return est, None
+
+
 _ERRORS = (CliError, ResolveError, EstimateError, ConfigError, FormatError, ScenarioFileError, OSError)
 
 
@@ -281,7 +298,8 @@ def _jsonl(path: str, out: TextIO) -> int:
                 if not isinstance(model, str) or not model:
                     raise CliError('missing "model"')
                 scenario = scenario_from(model, {k: v for k, v in obj.items() if v is not None})
-                result = estimate_to_dict(run_estimate(scenario), scenario)
+                est, perf = estimate_and_speed(scenario)
+                result = estimate_to_dict(est, scenario, perf)
             except (*_ERRORS, json.JSONDecodeError) as err:
                 failures += 1
                 result = {"error": f"line {lineno}: {err}"}
@@ -329,6 +347,129 @@ def _search(ns: argparse.Namespace, out: TextIO) -> int:
     return 0 if results else 1
 
 
+def _gpus(ns: argparse.Namespace, out: TextIO) -> int:
+    """``vramdesk gpus [--json]``: what NVML sees; exit 0 also when there is none (that is an answer)."""
+    from vramdesk.services.nvml import catalog_name, detect_gpus
+
+    found = detect_gpus()
+    if ns.json:
+        doc = found.to_json()
+        for g, item in zip(found.gpus, doc["gpus"], strict=True):
+            item["catalog_name"] = catalog_name(g.name)
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return 0
+    if not found.gpus:
+        out.write(f"no NVIDIA GPU detected: {found.reason}\n")
+        return 0
+    for g in found.gpus:
+        mig = "  MIG on" if g.mig else ""
+        out.write(
+            f"GPU {g.index}: {g.name}  total {g.total / GIB:.2f} GiB, free {g.free / GIB:.2f} GiB, "
+            f"used {g.used / GIB:.2f} GiB{mig}  (catalog: {catalog_name(g.name) or 'unknown'})\n"
+        )
+        for p in g.processes:
+            used = f"{p.used_bytes / GIB:.2f} GiB" if p.used_bytes is not None else "? GiB"
+            out.write(f"    pid {p.pid} {p.name or '?'}: {used}\n")
+    if found.reason:
+        out.write(f"note: {found.reason}\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- solve
+
+
+def _add_solve_parser(sub: Any) -> None:
+    sol = sub.add_parser(
+        "solve", help="inverse questions: the largest value that fits, the fewest GPUs, what to change, which GPUs"
+    )
+    sol.add_argument("model", help="repo id, config.json, model folder, .gguf file, or scenario .json")
+    _add_estimate_options(sol)
+    what = sol.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--maximize",
+        choices=["input-len", "batch", "seq-len", "micro-batch", "lora-rank"],
+        help="the largest value that still fits --gpu (x --gpus)",
+    )
+    what.add_argument("--minimize", choices=["gpus"], help="the fewest GPUs of the --gpu type")
+    what.add_argument("--changes", action="store_true", help="the cheapest changes that make it fit --gpu")
+    what.add_argument("--advise", action="store_true", help="which catalog GPUs fit (and how many), with speeds")
+    sol.add_argument("--allow-tight", action="store_true", help="count 'tight' (inside the headroom) as fitting")
+    sol.add_argument("--max-gpus", type=_positive, default=None, help="most GPUs to try [64; 8 for --changes/--advise]")
+    sol.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _solve(ns: argparse.Namespace, out: TextIO) -> int:
+    """`vramdesk solve ...`: exact answers on the estimator (see vramdesk.core.solve)."""
+    from vramdesk.core.advice import advise
+    from vramdesk.core.solve import SolveError, maximize, minimize_gpus, smallest_changes
+
+    try:
+        scenario = scenario_from(ns.model, _options_dict(ns))
+        facts = resolve_model(scenario.model.id)
+        doc: dict[str, Any] = {"model": facts.model_id}
+        lines: list[str] = []
+        if ns.advise:
+            from vramdesk.services.catalog import default_catalog
+
+            rows = advise(
+                scenario, facts, default_catalog().gpus(), max_gpus=ns.max_gpus or 8, allow_tight=ns.allow_tight
+            )
+            doc["advice"] = [r.model_dump(mode="json") for r in rows]
+            for r in rows:
+                rate = r.decode_tokens_per_s or r.train_tokens_per_s
+                unit = "tok/s" if r.decode_tokens_per_s else "train tok/s"
+                lines.append(
+                    f"{r.gpu:<26} "
+                    + (f"{r.gpus} x  {r.verdict:<6} " if r.gpus else f"does not fit on {ns.max_gpus or 8} ")
+                    + (f"{rate:10.1f} {unit}" if rate else "")
+                )
+        else:
+            gpu = resolve_gpu(scenario.hardware.gpu)
+            if gpu is None:
+                raise CliError("solve needs --gpu NAME (a catalog GPU), except with --advise")
+            if ns.maximize:
+                res = maximize(scenario, facts, gpu, ns.maximize, allow_tight=ns.allow_tight)
+                doc.update(res.model_dump(mode="json"))
+                lines.append(res.message)
+                if res.value is not None:
+                    solved = _set_field(scenario, res.field, res.value)
+                    est = estimate(solved, facts, gpu)
+                    try:
+                        doc["performance"] = performance(est, solved, facts, gpu).model_dump(mode="json")
+                    except PerformanceError:
+                        doc["performance"] = None
+            elif ns.minimize:
+                g = minimize_gpus(scenario, facts, gpu, max_gpus=ns.max_gpus or 64, allow_tight=ns.allow_tight)
+                doc.update(g.model_dump(mode="json"))
+                lines.append(g.message)
+            else:
+                ch = smallest_changes(scenario, facts, gpu, max_gpus=ns.max_gpus or 8, allow_tight=ns.allow_tight)
+                doc.update(ch.model_dump(mode="json"))
+                lines.append(f"now: {ch.current_verdict} on {scenario.hardware.gpu_count} x {gpu.name}")
+                for o in ch.options:
+                    speed = f"{o.tokens_per_s:9.1f} tok/s" if o.tokens_per_s else " " * 15
+                    lines.append(
+                        f"  cost {o.cost:5.1f}  {o.verdict:<5} {o.device_bytes / GIB:7.2f} GiB {speed}  {o.summary}"
+                    )
+                if not ch.options:
+                    lines.append("  no change found that fits (up to three edits, or more GPUs up to --max-gpus)")
+                lines.append(f"({ch.tried} configurations estimated; {ch.rule})")
+    except (*_ERRORS, SolveError, PerformanceError) as err:
+        print(f"vramdesk: error: {err}", file=sys.stderr)
+        return 2
+    if ns.json:
+        out.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        out.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _set_field(scenario: Scenario, field: str, value: int) -> Scenario:
+    data = scenario.model_dump(mode="json")
+    data["workload"][field] = value
+    return Scenario.model_validate(data)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
@@ -336,8 +477,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if ns.command is None:
         parser.print_help(out)
         return 0
+    if ns.command == "gpus":
+        return _gpus(ns, out)
     if ns.command == "search":
         return _search(ns, out)
+    if ns.command == "solve":
+        return _solve(ns, out)
     try:
         if ns.jsonl:
             if ns.model:
@@ -346,11 +491,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if not ns.model:
             raise CliError("estimate needs a MODEL (repo id, config.json, folder or scenario .json) or --jsonl FILE")
         scenario = scenario_from(ns.model, _options_dict(ns))
-        est = run_estimate(scenario)
+        est, perf = estimate_and_speed(scenario)
         if ns.save:
             save_scenario(scenario, Path(ns.save))
         if ns.json:
-            out.write(json.dumps(estimate_to_dict(est, scenario), indent=2) + "\n")
+            out.write(json.dumps(estimate_to_dict(est, scenario, perf), indent=2) + "\n")
         else:
             render_text(est, scenario, out)
         return 0

@@ -212,11 +212,8 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
             )
         opts["optimizer"] = _OPTIMIZERS[name]
     ac = data.get("activation_checkpointing")
-    if (
-        (isinstance(ac, Mapping)
-        and ac.get("partition_activations"))
-        or (isinstance(ac, Mapping)
-        and ac.get("cpu_checkpointing"))
+    if (isinstance(ac, Mapping) and ac.get("partition_activations")) or (
+        isinstance(ac, Mapping) and ac.get("cpu_checkpointing")
     ):
         notes.append("DeepSpeed activation checkpointing options are planned as plain gradient checkpointing")
         opts["grad_checkpointing"] = True

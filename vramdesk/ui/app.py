@@ -7,16 +7,27 @@ file or an unwritable screenshot path.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import TypeVar
 
-from PySide6.QtCore import QEventLoop, QMessageLogContext, Qt, QTimer, QtMsgType, qInstallMessageHandler
+from PySide6.QtCore import (
+    QEventLoop,
+    QMessageLogContext,
+    QStandardPaths,
+    Qt,
+    QTimer,
+    QtMsgType,
+    qInstallMessageHandler,
+)
 from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication, QImageWriter
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
@@ -25,7 +36,10 @@ from vramdesk.services.catalog import resources_dir
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 
+from . import theme
 from .charts import FULL_CIRCLE
+from .dialogs import apply_saved_settings
+from .i18n import choose_language, set_language, tr
 from .main_window import WINDOW_SIZE, MainWindow
 
 USAGE = """\
@@ -143,7 +157,64 @@ def ensure_app() -> QApplication:
         app.setOrganizationName("vramdesk")
     app.setStyle("Fusion")
     install_font(app)
+    set_language(choose_language())
+    dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark and not _offscreen()
+    theme.use_palette(theme.DARK if dark else theme.LIGHT)
     return app
+
+
+def show_error_dialog(parent: QWidget | None, summary: str, details: str) -> QMessageBox:
+    """An error with its details one click away, selectable and copyable (Copy puts all on the clipboard)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Critical)
+    box.setWindowTitle(tr("vramdesk: unexpected error"))
+    box.setText(summary)
+    box.setInformativeText(tr("Please report it with the details below."))
+    box.setDetailedText(details)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    copy = box.addButton(tr("Copy details"), QMessageBox.ButtonRole.ActionRole)
+    box.addButton(QMessageBox.StandardButton.Close)
+    copy.clicked.disconnect()
+    copy.clicked.connect(lambda: QGuiApplication.clipboard().setText(f"{summary}\n\n{details}"))
+    return box
+
+
+LOG = logging.getLogger("vramdesk")
+
+
+def start_log() -> Path | None:
+    """Log to ``vramdesk.log`` in the app's data folder (errors, start-up); returns its path or None."""
+    folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppLocalDataLocation)
+    if not folder:
+        return None
+    path = Path(folder) / "vramdesk.log"
+    if any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path for h in LOG.handlers):
+        return path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    LOG.addHandler(handler)
+    LOG.setLevel(logging.INFO)
+    LOG.info("vramdesk started")
+    return path
+
+
+def install_excepthook(log_path: Path | None = None) -> None:
+    """Unexpected errors in the running window: logged (stderr, log file) and shown in the error dialog."""
+
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        details = "".join(traceback.format_exception(exc_type, exc, tb))
+        print(details, file=sys.stderr)
+        LOG.error("unexpected error\n%s", details)
+        if log_path is not None:
+            details += f"\nLog file: {log_path}"
+        if QApplication.instance() is not None and not _offscreen():
+            show_error_dialog(QApplication.activeWindow(), f"{exc_type.__name__}: {exc}", details).exec()
+
+    sys.excepthook = hook
 
 
 def _offscreen() -> bool:
@@ -215,6 +286,7 @@ def self_test() -> str:
     """Build the window offscreen, estimate the default scenario through it and check what it shows."""
     window = _offscreen_window(DEFAULT_SCENARIO)
     try:
+        window.wait_idle()
         ev = window.estimate_now()
         if ev.view is None:
             raise SelfTestError(f"the default scenario did not estimate: {ev.error}")
@@ -253,9 +325,13 @@ def screenshot(out: Path, scenario: Scenario) -> MainWindow:
     """Render the window for ``scenario`` at :data:`WINDOW_SIZE` and save it as PNG (raises OSError)."""
     window = _offscreen_window(scenario)
     try:
+        window.wait_idle()
         ev = window.estimate_now()
+        window.wait_idle()
+        ev = window.evaluation or ev
         if ev.view is None:
             raise ValueError(f"cannot estimate this scenario: {ev.error}")
+        QApplication.processEvents()
         image = window.grab().toImage()
         if image.width() != WINDOW_SIZE[0] or image.height() != WINDOW_SIZE[1]:  # a high-DPI screen
             image = image.scaled(
@@ -324,6 +400,13 @@ def run(argv: list[str]) -> int:
         return 0
 
     app = ensure_app()
-    window = open_window(opts.scenario)
-    window.show()
-    return int(app.exec())
+    apply_saved_settings()
+    log_path = start_log()
+    previous_hook = sys.excepthook
+    install_excepthook(log_path)
+    try:
+        window = open_window(opts.scenario)
+        window.show()
+        return int(app.exec())
+    finally:
+        sys.excepthook = previous_hook

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QHBoxLayout,
     QLabel,
+    QSizePolicy,
     QStackedWidget,
     QToolButton,
     QVBoxLayout,
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 from vramdesk.core.gpu import GIB
 
 from . import theme
+from .i18n import tr
 from .presenter import EstimateView, pie_angles
 
 #: Qt angle (1/16 degree) where the first slice starts: 12 o'clock inside a y-up ViewBox
@@ -34,6 +36,12 @@ PIE_START = -90 * 16
 FULL_CIRCLE = 360 * 16
 #: inner radius of the ring, as a fraction of the outer one (0 = a full pie)
 HOLE = 0.52
+#: short axis labels for long phase names (the full name is in the tooltips and the title)
+SHORT_PHASE_NAMES = {
+    "loss + start of backward": "loss + bwd",
+    "backward (end)": "backward",
+    "optimizer step": "optimizer",
+}
 #: slices smaller than this share get no percentage label
 LABEL_MIN_SHARE = 0.06
 
@@ -60,6 +68,32 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
         self._radius = radius
         self._hole = hole
         self._slices: tuple[PieSlice, ...] = ()
+        self.setAcceptHoverEvents(True)
+
+    def slice_at(self, point: QPointF) -> int | None:
+        """The index of the slice under ``point`` (item coordinates), None in the hole or outside."""
+        r = math.hypot(point.x(), point.y())
+        if r > self._radius or r < self._radius * self._hole:
+            return None
+        qt_deg = math.degrees(math.atan2(-point.y(), point.x()))  # drawPie: angle t at (r cos t, -r sin t)
+        rel = (round(qt_deg * 16) - PIE_START) % FULL_CIRCLE
+        for i, s in enumerate(self._slices):
+            if s.span > 0 and s.start <= rel < s.start + s.span:
+                return i
+        return None
+
+    def tooltip_for(self, index: int | None) -> str:
+        if index is None or not 0 <= index < len(self._slices):
+            return ""
+        s = self._slices[index]
+        total = sum(x.value for x in self._slices) or 1
+        return f"{s.label}: {s.value / GIB:.2f} GiB ({s.value:,} bytes, {s.value / total * 100:.1f}%)"
+
+    def hoverEvent(self, ev: Any) -> None:
+        if ev.isExit():
+            self.setToolTip("")
+            return
+        self.setToolTip(self.tooltip_for(self.slice_at(ev.pos())))
 
     @property
     def slices(self) -> tuple[PieSlice, ...]:
@@ -93,7 +127,7 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
     def paint(self, painter: QPainter, *args: Any) -> None:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         rect = self.boundingRect()
-        pen = QPen(QColor("#ffffff"))
+        pen = QPen(QColor(theme.current().background))
         pen.setWidthF(1.5)
         pen.setCosmetic(True)
         painter.setPen(pen)
@@ -107,13 +141,13 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
                 painter.drawPie(rect, PIE_START + s.start, s.span)
         if self._hole > 0:
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QBrush(QColor("#ffffff")))
+            painter.setBrush(QBrush(QColor(theme.current().background)))
             h = self._radius * self._hole
             painter.drawEllipse(QRectF(-h, -h, 2 * h, 2 * h))
 
 
 def _plot(parent: QWidget | None = None) -> pg.PlotWidget:
-    w = pg.PlotWidget(parent=parent, background="w")
+    w = pg.PlotWidget(parent=parent, background=theme.current().background)
     item = w.getPlotItem()
     item.setMenuEnabled(False)
     item.hideButtons()
@@ -122,10 +156,48 @@ def _plot(parent: QWidget | None = None) -> pg.PlotWidget:
     for name in ("left", "bottom"):
         axis = item.getAxis(name)
         axis.setPen(pg.mkPen(theme.BORDER))
-        axis.setTextPen(pg.mkPen(theme.MUTED))
+        axis.setTextPen(pg.mkPen(theme.current().muted))
         axis.enableAutoSIPrefix(False)  # "GiB (x0.001)" reads badly: keep GiB and let the ticks get small
     w.setMinimumSize(160, 140)
     return w
+
+
+class _TextPool:
+    """Text items of one plot, reused between updates (creating pyqtgraph items is the slow part)."""
+
+    def __init__(self, plot: pg.PlotWidget, size: float, anchor: tuple[float, float]) -> None:
+        self._plot = plot
+        self._size = size
+        self._anchor = anchor
+        self.items: list[pg.TextItem] = []
+        self.used = 0
+
+    def reset(self) -> None:
+        for item in self.items[self.used :]:
+            item.setVisible(False)
+        self.used = 0
+
+    def take(self, text: str, color: str, pos: QPointF | tuple[float, float], *, bold: bool = False) -> pg.TextItem:
+        if self.used < len(self.items):
+            item = self.items[self.used]
+        else:
+            item = _label("", color, self._anchor, size=self._size)
+            self._plot.addItem(item)
+            self.items.append(item)
+        self.used += 1
+        font = item.textItem.font()
+        if font.bold() != bold:
+            font.setBold(bold)
+            item.setFont(font)
+        item.setColor(color)
+        item.setText(text)
+        item.setPos(pos if isinstance(pos, QPointF) else QPointF(*pos))
+        item.setVisible(True)
+        return item
+
+    def finish(self) -> None:
+        for item in self.items[self.used :]:
+            item.setVisible(False)
 
 
 def _label(
@@ -199,20 +271,24 @@ class BreakdownChart(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel("Breakdown at the peak")
+        self.title = QLabel(tr("Breakdown at the peak"))
         self.title.setObjectName("sectionTitle")
+        # a long peak-phase name must not widen this chart at the phase chart's expense
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._buttons = QButtonGroup(self)
         self._buttons.setExclusive(True)
         header = QHBoxLayout()
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(self.title, 1)
         self.mode_buttons: dict[str, QToolButton] = {}
-        for mode, text in (("pie", "Pie"), ("bar", "Bar")):
+        for mode, text in (("pie", tr("Pie")), ("bar", tr("Bar"))):
             b = QToolButton(self)
             b.setObjectName("toggle")
             b.setText(text)
             b.setCheckable(True)
-            b.setToolTip(f"Show the breakdown as a {'pie' if mode == 'pie' else 'stacked bar'}")
+            b.setToolTip(
+                tr("Show the breakdown as a pie") if mode == "pie" else tr("Show the breakdown as stacked bars")
+            )
             b.clicked.connect(lambda _checked=False, m=mode: self.set_mode(m))
             self._buttons.addButton(b)
             self.mode_buttons[mode] = b
@@ -227,9 +303,9 @@ class BreakdownChart(QWidget):
         self.pie = PieItem(radius=1.0)
         self.pie_plot.addItem(self.pie)
         self.pie_plot.setRange(xRange=(-1.05, 1.05), yRange=(-1.05, 1.05), padding=0)
-        self._pie_labels: list[pg.TextItem] = []
-        self._center_value = _label("", theme.TEXT, (0.5, 1.0), bold=True, size=11)
-        self._center_caption = _label("", theme.MUTED, (0.5, 0.0), size=8)
+        self._pie_labels = _TextPool(self.pie_plot, 8.5, (0.5, 0.5))
+        self._center_value = _label("", theme.current().text, (0.5, 1.0), bold=True, size=11)
+        self._center_caption = _label("", theme.current().muted, (0.5, 0.0), size=8)
         self.pie_plot.addItem(self._center_value)
         self.pie_plot.addItem(self._center_caption)
         self._center_value.setPos(0, 0.02)
@@ -260,73 +336,106 @@ class BreakdownChart(QWidget):
         self.mode_buttons[mode].setChecked(True)
         if self.mode != mode:
             self.stack.setCurrentIndex(self.MODES.index(mode))
+            self._refresh()
             self.mode_changed.emit(mode)
 
     def show_view(self, view: EstimateView) -> None:
-        self.title.setText(f"Breakdown at the peak ({view.peak_phase})")
-        self._show_pie(view)
-        self._show_bar(view)
+        """Draw ``view`` in the visible chart; the hidden one is drawn when it is shown (half the work)."""
+        self.title.setText(f"{tr('Breakdown at the peak')} ({view.peak_phase})")
+        self.title.setToolTip(self.title.text())
+        self._view = view
+        self._drawn = {m: False for m in self.MODES}
+        self._refresh()
+
+    def _refresh(self) -> None:
+        view = getattr(self, "_view", None)
+        if view is None or self._drawn.get(self.mode):
+            return
+        if self.mode == "pie":
+            self._show_pie(view)
+        else:
+            self._show_bar(view)
+        self._drawn[self.mode] = True
 
     def _show_pie(self, view: EstimateView) -> None:
         self.pie.set_slices([(s.name, s.bytes, s.color) for s in view.slices])
-        for item in self._pie_labels:
-            self.pie_plot.removeItem(item)
-        self._pie_labels = []
+        self._pie_labels.reset()
         for i, s in enumerate(view.slices):
             if s.share < LABEL_MIN_SHARE:
                 continue
-            label = _label(f"{s.share * 100:.0f}%", theme.text_on(s.color), (0.5, 0.5), bold=True, size=8.5)
-            label.setPos(self.pie.mid_point(i, (1 + HOLE) / 2))
-            self.pie_plot.addItem(label)
-            self._pie_labels.append(label)
+            self._pie_labels.take(
+                f"{s.share * 100:.0f}%", theme.text_on(s.color), self.pie.mid_point(i, (1 + HOLE) / 2), bold=True
+            )
+        self._pie_labels.finish()
         self._center_value.setText(f"{view.peak_allocated_bytes / GIB:.2f} GiB")
-        self._center_caption.setText("allocated")
+        self._center_caption.setText(tr("allocated"))
 
     def _show_bar(self, view: EstimateView) -> None:
+        """One stacked bar per GPU holding the model (GPU 0's components; equal GPUs repeat them)."""
         plot = self.bar_plot
         for item in [*self.bar_items, *self._bar_extras]:
             plot.removeItem(item)
         self.bar_items = []
         self._bar_extras = []
+        loads = view.per_gpu if len(view.per_gpu) > 1 else ()
+        first = loads[0].allocated_bytes if loads else view.peak_allocated_bytes
+        same = [0] + [i for i, g in enumerate(loads) if i > 0 and g.allocated_bytes == first]
+        other = [i for i, g in enumerate(loads) if i > 0 and g.allocated_bytes != first]
+        n = max(1, len(loads))
         bottom = 0.0
         total = view.peak_allocated_bytes / GIB
         for s in view.slices:
             height = s.bytes / GIB
             bar = pg.BarGraphItem(
-                x=[0.0],
-                height=[height],
-                y0=[bottom],
+                x=[float(i) for i in same],
+                height=[height] * len(same),
+                y0=[bottom] * len(same),
                 width=0.6,
                 brush=QColor(s.color),
-                pen=pg.mkPen("#ffffff", width=1),
+                pen=pg.mkPen(theme.current().background, width=1),
             )
-            bar.setToolTip(f"{s.name}: {height:.2f} GiB ({s.share * 100:.1f}%)")
+            bar.setToolTip(f"{s.name}: {height:.2f} GiB ({s.bytes:,} bytes, {s.share * 100:.1f}%)")
             plot.addItem(bar)
             self.bar_items.append(bar)
             bottom += height
-        top, gpu_in_range = _y_top(view, max(total, view.device_bytes / GIB))
-        # segment labels to the right of the bar, where they fit
-        for s, bar in zip(view.slices, self.bar_items, strict=True):
-            height = s.bytes / GIB
-            if height < top * 0.045:
-                continue
-            y0 = float(bar.opts["y0"][0])
-            text = _label(f"{s.name}  {height:.2f}", theme.TEXT, (0.0, 0.5), size=8)
-            text.setPos(0.36, y0 + height / 2)
-            plot.addItem(text)
-            self._bar_extras.append(text)
+        if other:
+            rest = pg.BarGraphItem(
+                x=[float(i) for i in other],
+                height=[loads[i].allocated_bytes / GIB for i in other],
+                width=0.6,
+                brush=QColor(theme.UNKNOWN_COLOR),
+                pen=pg.mkPen(theme.current().background, width=1),
+            )
+            rest.setToolTip("\n".join(f"GPU {i}: {loads[i].allocated_bytes / GIB:.2f} GiB allocated" for i in other))
+            plot.addItem(rest)
+            self._bar_extras.append(rest)
+        tallest = max([total, view.device_bytes / GIB] + [g.device_bytes / GIB for g in loads])
+        top, gpu_in_range = _y_top(view, tallest)
+        if n == 1:
+            # segment labels to the right of the bar, where they fit
+            for s, bar in zip(view.slices, self.bar_items, strict=True):
+                height = s.bytes / GIB
+                if height < top * 0.045:
+                    continue
+                y0 = float(bar.opts["y0"][0])
+                text = _label(f"{s.name}  {height:.2f}", theme.current().text, (0.0, 0.5), size=8)
+                text.setPos(0.36, y0 + height / 2)
+                plot.addItem(text)
+                self._bar_extras.append(text)
         device = pg.InfiniteLine(
             pos=view.device_bytes / GIB,
             angle=0,
             pen=pg.mkPen(theme.DEVICE_LINE, width=1, style=Qt.PenStyle.DotLine),
-            label=f"on the device {view.device_bytes / GIB:.2f} GiB",
-            labelOpts={"position": 0.02, "color": theme.DEVICE_LINE, "anchors": [(0, 1), (0, 1)]},
+            label=f"{tr('on the device')} {view.device_bytes / GIB:.2f} GiB",
+            labelOpts={"position": 0.02, "color": theme.current().muted, "anchors": [(0, 1), (0, 1)]},
         )
         plot.addItem(device)
         self._bar_extras.append(device)
-        self._bar_extras += _gpu_marks(plot, view, top, gpu_in_range, 1.42)
-        plot.setRange(xRange=(-0.45, 1.45), yRange=(0, top), padding=0)
-        plot.getPlotItem().getAxis("bottom").setTicks([[(0, f"peak ({view.peak_phase})")]])
+        right = 1.42 if n == 1 else n - 0.4
+        self._bar_extras += _gpu_marks(plot, view, top, gpu_in_range, right)
+        plot.setRange(xRange=(-0.45, right + 0.03), yRange=(0, top), padding=0)
+        ticks = [(0, f"peak ({view.peak_phase})")] if n == 1 else [(i, f"GPU {i}") for i in range(n)]
+        plot.getPlotItem().getAxis("bottom").setTicks([ticks])
 
 
 class PhaseChart(QWidget):
@@ -334,12 +443,13 @@ class PhaseChart(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.title = QLabel("Memory by phase")
+        self.title = QLabel(tr("Memory by phase"))
         self.title.setObjectName("sectionTitle")
         self.plot = _plot(self)
         self.plot.setLabel("left", "GiB")
         self.bar_items: list[pg.BarGraphItem] = []
         self._extras: list[pg.GraphicsObject] = []
+        self._totals = _TextPool(self.plot, 8, (0.5, 1.0))
         #: component name -> GiB per phase, in stacking order (what the chart draws)
         self.stacks: dict[str, list[float]] = {}
         self.phase_names: list[str] = []
@@ -368,6 +478,7 @@ class PhaseChart(QWidget):
             plot.removeItem(item)
         self.bar_items = []
         self._extras = []
+        self._totals.reset()
         phases = view.phases
         self.phase_names = [p.name for p in phases]
         names = list(view.colors)
@@ -385,19 +496,30 @@ class PhaseChart(QWidget):
                 y0=list(bottoms),
                 width=0.62,
                 brush=QColor(view.colors.get(name, theme.UNKNOWN_COLOR)),
-                pen=pg.mkPen("#ffffff", width=1),
+                pen=pg.mkPen(theme.current().background, width=1),
+            )
+            bar.setToolTip(
+                name
+                + "\n"
+                + "\n".join(
+                    f"{p.name}: {h:.2f} GiB ({h / (p.total / GIB) * 100 if p.total else 0:.1f}%)"
+                    for p, h in zip(phases, heights, strict=True)
+                )
             )
             plot.addItem(bar)
             self.bar_items.append(bar)
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
         for i, p in enumerate(phases):
-            text = _label(f"{p.total / GIB:.2f}", theme.TEXT, (0.5, 1.0), bold=p.is_peak, size=8)
-            text.setPos(i, p.total / GIB)
-            plot.addItem(text)
-            self._extras.append(text)
+            self._totals.take(f"{p.total / GIB:.2f}", theme.current().text, (i, p.total / GIB), bold=p.is_peak)
+        self._totals.finish()
         top, gpu_in_range = _y_top(view, max([p.total / GIB for p in phases], default=0.0))
         self._extras += _gpu_marks(plot, view, top, gpu_in_range, len(phases) - 0.42)
         plot.getPlotItem().getAxis("bottom").setTicks(
-            [[(i, f"{p.name} (peak)" if p.is_peak else p.name) for i, p in enumerate(phases)]]
+            [
+                [
+                    (i, f"{SHORT_PHASE_NAMES.get(p.name, p.name)}{' (peak)' if p.is_peak else ''}")
+                    for i, p in enumerate(phases)
+                ]
+            ]
         )
         plot.setRange(xRange=(-0.6, len(phases) - 0.4), yRange=(0, top), padding=0)

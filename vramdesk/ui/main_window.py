@@ -1,42 +1,58 @@
-"""The main window: a scenario form on the left, the verdict, levels, charts and components on the right.
+"""The main window: the model browser (left), the workload form (centre), the results (right).
 
-Every change of the form re-estimates on the next turn of the event loop (an estimate takes about a
-millisecond, so no thread is needed). The logic lives in :mod:`vramdesk.ui.presenter`; this module only
-copies values between widgets and that plain data.
+Every form change re-estimates on the next turn of the event loop (an estimate takes about a
+millisecond). Catalog models resolve at once; any other model (Hub id, config.json, folder, .gguf) is
+resolved on a worker (:class:`TaskRunner`, newest request wins) and the estimate follows when it is
+back. GPU detection (NVML) also runs on a worker. The logic lives in :mod:`vramdesk.ui.presenter`.
 """
 
 from __future__ import annotations
 
 import html
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
+    QApplication,
+    QFileDialog,
     QFrame,
-    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QScrollArea,
     QSizePolicy,
-    QSpinBox,
+    QSplitter,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.gpu import GIB
-from vramdesk.core.scenario import MAX_TOKENS, Scenario
+from vramdesk.core.estimate import ModelFacts
+from vramdesk.core.gpu import GIB, GpuSpec
+from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import Catalog, default_catalog
+from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
+from vramdesk.services.resolve import resolve_gpu, resolve_model
+from vramdesk.services.search import HubAnswer, SearchResult, hub_results, local_results
+from vramdesk.storage.scenarios import ScenarioFileError, load_scenario, save_scenario
 
 from . import theme
+from .browser import HubSearch, LocalSearch, ModelBrowser
 from .charts import BreakdownChart, PhaseChart
+from .forms import WorkloadForm
+from .i18n import LANGUAGES, language, set_language, tr
 from .presenter import (
-    ENGINES,
-    KV_DTYPES,
-    WEIGHT_FORMATS,
+    DETECTED_PREFIX,
     EstimateView,
     Evaluation,
     FormValues,
@@ -44,190 +60,164 @@ from .presenter import (
     evaluate_form,
     form_from_scenario,
     gib,
+    scenario_from_form,
 )
 from .widgets import ComponentTableModel, Legend, StatCard
+from .workers import TaskRunner
 
-WINDOW_SIZE = (1200, 760)
-FORM_WIDTH = 330
+WINDOW_SIZE = (1480, 900)
+BROWSER_WIDTH = 330
+FORM_WIDTH = 350
 #: rows the components table shows without scrolling (it grows up to this, then scrolls)
-TABLE_ROWS = (4, 8)
+TABLE_ROWS = (4, 9)
 ROW_HEIGHT = 22
+RECENT_KEY = "ui/recent_models"
+MAX_RECENT = 10
+MODEL_FILE_SUFFIXES = (".gguf", ".json")
+
+Resolver = Callable[[str], ModelFacts]
+Detector = Callable[[], DetectionResult]
 
 
-def _select(combo: QComboBox, value: object, text: str | None = None) -> None:
-    """Select the item whose data is ``value``, adding one (labelled ``text``) when there is none."""
-    i = combo.findData(value)
-    if i < 0:
-        combo.addItem(text if text is not None else str(value), value)
-        i = combo.count() - 1
-    combo.setCurrentIndex(i)
+def _default_hub(query: str, cancel: threading.Event) -> HubAnswer:
+    return hub_results(query, cancel=cancel)
 
 
-def _spin(minimum: int, maximum: int, tooltip: str) -> QSpinBox:
-    s = QSpinBox()
-    s.setRange(minimum, maximum)
-    s.setGroupSeparatorShown(True)
-    s.setAccelerated(True)
-    s.setToolTip(tooltip)
-    s.setAlignment(Qt.AlignmentFlag.AlignRight)
-    return s
+def _default_local(query: str) -> list[SearchResult]:
+    return local_results(query, limit=40)
+
+
+def droppable_path(path: Path) -> bool:
+    """A config.json, a model folder or a .gguf file (what the window accepts by drag and drop)."""
+    if path.is_dir():
+        return True
+    return path.is_file() and (path.suffix.lower() == ".gguf" or path.name.lower().endswith(".json"))
 
 
 class MainWindow(QMainWindow):
-    """Signals: ``estimated(object)`` with the :class:`Evaluation` of every re-estimate."""
+    """Signals: ``estimated(object)`` with the :class:`Evaluation` of every finished re-estimate."""
 
     estimated = Signal(object)
 
     def __init__(
-        self, scenario: Scenario | None = None, *, catalog: Catalog | None = None, notice: str | None = None
+        self,
+        scenario: Scenario | None = None,
+        *,
+        catalog: Catalog | None = None,
+        notice: str | None = None,
+        resolve: Resolver = resolve_model,
+        local_search: LocalSearch = _default_local,
+        hub_search: HubSearch | None = _default_hub,
+        detect: Detector | None = detect_gpus,
     ) -> None:
         super().__init__()
         self._catalog = catalog or default_catalog()
         self._scenario: Scenario = scenario or DEFAULT_SCENARIO
         self._notice = notice
+        self._resolve_fn = resolve
+        self._facts: dict[str, ModelFacts] = {}
+        self._resolve_errors: dict[str, str] = {}
+        self._resolving: str | None = None
+        self._detect_fn = detect
+        self.detection: DetectionResult | None = None
+        self._detected_specs: dict[str, GpuSpec] = {}
         self.evaluation: Evaluation | None = None
         self.view: EstimateView | None = None
-        self._loading = False
+        #: seconds of the last estimate + repaint (for the status bar and the tests)
+        self.last_update_seconds = 0.0
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.estimate_now)
 
         self.setWindowTitle("vramdesk")
-        self.setStyleSheet(theme.STYLE_SHEET)
-        central = QWidget(self)
-        central.setObjectName("central")
-        root = QHBoxLayout(central)
-        root.setContentsMargins(0, 0, 0, 0)
-        root.setSpacing(0)
-        root.addWidget(self._build_form())
-        root.addWidget(self._build_results(), 1)
-        self.setCentralWidget(central)
+        self.setStyleSheet(theme.style_sheet(theme.current()))
+        self.setAcceptDrops(True)
+
+        self.browser = ModelBrowser(self._catalog, local_search, hub_search, self)
+        self.browser.setMinimumWidth(240)
+        self.browser.model_chosen.connect(self.choose_model)
+        self.browser.status.connect(self._show_status)
+        self.form = WorkloadForm(self._catalog, self)
+        self.form.setObjectName("formBody")
+        self.form.changed.connect(self._on_form_changed)
+        scroll = QScrollArea(self)
+        scroll.setObjectName("formScroll")
+        scroll.setWidget(self.form)
+        scroll.setWidgetResizable(True)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(FORM_WIDTH)
+        self.form_scroll = scroll
+
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.setObjectName("central")
+        splitter.addWidget(self.browser)
+        splitter.addWidget(scroll)
+        splitter.addWidget(self._build_results())
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 0)
+        splitter.setStretchFactor(2, 1)
+        splitter.setSizes([BROWSER_WIDTH, FORM_WIDTH, WINDOW_SIZE[0] - BROWSER_WIDTH - FORM_WIDTH])
+        splitter.setChildrenCollapsible(False)
+        self.splitter = splitter
+        self.setCentralWidget(splitter)
+        self._build_status_bar()
+        self._build_menus()
+        self._alias_form_widgets()
+
+        self.resolve_runner = self._runner("resolve")
+        self.resolve_runner.finished.connect(self._on_resolved)
+        self.resolve_runner.failed.connect(self._on_resolve_failed)
+        self.resolve_runner.busy_changed.connect(self._on_resolve_busy)
+        self.detect_runner = self._runner("detect")
+        self.detect_runner.finished.connect(self._on_detected)
+        self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
+
         self.resize(*WINDOW_SIZE)
+        self.form.set_detected(None, {})
         self.set_scenario(self._scenario)
+        self.detect_gpus_again()
+
+    def _runner(self, name: str) -> TaskRunner:
+        return TaskRunner(name, self)
+
+    def _alias_form_widgets(self) -> None:
+        """The form's widgets as attributes of the window (tests and shortcuts reach them here)."""
+        f = self.form
+        self.model_combo = f.model_combo
+        self.engine_combo = f.engine_combo
+        self.weights_combo = f.weights_combo
+        self.kv_combo = f.kv_combo
+        self.batch_spin = f.batch_spin
+        self.input_spin = f.input_spin
+        self.output_spin = f.output_spin
+        self.gpu_combo = f.gpu_combo
+        self.gpu_count_spin = f.gpu_count_spin
+        self.tabs = f.tabs
 
     # ------------------------------------------------------------------ building
-    def _build_form(self) -> QFrame:
-        panel = QFrame(self)
-        panel.setObjectName("formPanel")
-        panel.setFixedWidth(FORM_WIDTH)
-        title = QLabel("vramdesk")
-        title.setObjectName("appTitle")
-        subtitle = QLabel("Will this model fit on this GPU?")
-        subtitle.setObjectName("appSubtitle")
-
-        self.model_combo = QComboBox()
-        self.model_combo.setEditable(False)
-        for m in sorted(self._catalog.models(), key=lambda m: m.id.lower()):
-            self.model_combo.addItem(m.id, m.id)
-        self.model_combo.setToolTip("A model from the bundled catalog")
-        self.model_combo.setMaxVisibleItems(20)
-        self.engine_combo = QComboBox()
-        for e in ENGINES:
-            self.engine_combo.addItem(e, e)
-        self.engine_combo.setToolTip(
-            "The inference engine: its memory rules differ (growing cache, pre-allocated pool, GGUF blocks)"
-        )
-        self.weights_combo = QComboBox()
-        for w in WEIGHT_FORMATS:
-            self.weights_combo.addItem("auto (checkpoint)" if w == "auto" else w, w)
-        self.weights_combo.setToolTip("How the weights are stored in memory")
-        self.kv_combo = QComboBox()
-        for k in KV_DTYPES:
-            self.kv_combo.addItem("auto (compute)" if k == "auto" else k, k)
-        self.kv_combo.setToolTip("Data type of the KV cache")
-        self.batch_spin = _spin(1, 65536, "Sequences generated at once")
-        self.input_spin = _spin(0, MAX_TOKENS, "Prompt tokens per sequence; auto = the model's context, at most 4,096")
-        self.input_spin.setSpecialValueText("auto")
-        self.input_spin.setSingleStep(512)
-        self.output_spin = _spin(0, MAX_TOKENS, "Generated tokens per sequence")
-        self.output_spin.setSingleStep(128)
-        self.gpu_combo = QComboBox()
-        self.gpu_combo.addItem("No GPU", None)
-        for g in self._catalog.gpus():
-            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / GIB:.2f} GiB", g.name)
-        self.gpu_combo.setToolTip("The GPU to check the estimate against")
-        self.gpu_count_spin = _spin(1, 4096, "Number of GPUs of this kind")
-        for combo in (self.model_combo, self.engine_combo, self.weights_combo, self.kv_combo, self.gpu_combo):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(10)
-            combo.currentIndexChanged.connect(self._on_form_changed)
-        for spin in (self.batch_spin, self.input_spin, self.output_spin, self.gpu_count_spin):
-            spin.valueChanged.connect(self._on_form_changed)
-
-        grid = QGridLayout()
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(10)
-        grid.setVerticalSpacing(2)
-        grid.setColumnStretch(0, 1)
-        grid.setColumnStretch(1, 1)
-        row = 0
-
-        def section(text: str) -> None:
-            nonlocal row
-            label = QLabel(text)
-            label.setObjectName("sectionTitle")
-            if row:
-                grid.setRowMinimumHeight(row, 10)  # a gap above every section but the first
-                row += 1
-            grid.addWidget(label, row, 0, 1, 2)
-            grid.setRowMinimumHeight(row + 1, 4)
-            row += 2
-
-        def fields(*pairs: tuple[str, QWidget], span: int = 1) -> None:
-            """One or two fields side by side, each with its label above it."""
-            nonlocal row
-            for col, (text, widget) in enumerate(pairs):
-                label = QLabel(text)
-                label.setObjectName("fieldLabel")
-                label.setBuddy(widget)
-                grid.addWidget(label, row, col, 1, span)
-                grid.addWidget(widget, row + 1, col, 1, span)
-            grid.setRowMinimumHeight(row + 2, 6)
-            row += 3
-
-        section("Model and precision")
-        fields(("&Model", self.model_combo), span=2)
-        fields(("&Weights", self.weights_combo), ("&KV cache", self.kv_combo))
-        section("Inference")
-        fields(("&Engine", self.engine_combo), ("&Batch", self.batch_spin))
-        fields(("&Input tokens", self.input_spin), ("&Output tokens", self.output_spin))
-        section("Hardware")
-        fields(("&GPU", self.gpu_combo), span=2)
-        fields(("GPU &count", self.gpu_count_spin))
-
-        hardware_note = QLabel(
-            "Memory is per GPU. Units are GiB (2³⁰ bytes). Hover a number to see where it comes from."
-        )
-        hardware_note.setObjectName("caption")
-        hardware_note.setWordWrap(True)
-
-        layout = QVBoxLayout(panel)
-        layout.setContentsMargins(16, 14, 14, 14)
-        layout.setSpacing(6)
-        layout.addWidget(title)
-        layout.addWidget(subtitle)
-        layout.addSpacing(10)
-        layout.addLayout(grid)
-        layout.addStretch(1)
-        layout.addWidget(hardware_note)
-        return panel
-
     def _build_results(self) -> QWidget:
         box = QWidget(self)
+        box.setObjectName("results")
         layout = QVBoxLayout(box)
         layout.setContentsMargins(14, 12, 14, 10)
         layout.setSpacing(8)
 
         self.verdict_frame = QFrame(box)
         self.verdict_frame.setObjectName("verdict")
+        self.verdict_frame.setAccessibleName(tr("Verdict"))
         self.verdict_label = QLabel("–")
         self.verdict_label.setObjectName("verdictLabel")
+        self.verdict_label.setMinimumHeight(34)
         self.message_label = QLabel("")
         self.message_label.setWordWrap(True)
         self.message_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.scenario_label = QLabel("")
         self.scenario_label.setObjectName("caption")
+        self.gpu_chips = QLabel("")
+        self.gpu_chips.setTextFormat(Qt.TextFormat.RichText)
+        self.gpu_chips.setWordWrap(True)
+        self.gpu_chips.setVisible(False)
         vl = QVBoxLayout(self.verdict_frame)
         vl.setContentsMargins(14, 6, 12, 8)
         vl.setSpacing(2)
@@ -237,22 +227,27 @@ class MainWindow(QMainWindow):
         head.addWidget(self.scenario_label, 1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         vl.addLayout(head)
         vl.addWidget(self.message_label)
+        vl.addWidget(self.gpu_chips)
         layout.addWidget(self.verdict_frame)
 
         stats = QHBoxLayout()
         stats.setSpacing(8)
         self.stat_allocated = StatCard(
-            "Peak allocated", "What torch.cuda.max_memory_allocated() reports at the peak phase"
+            tr("Peak allocated"), tr("What torch.cuda.max_memory_allocated() reports at the peak phase")
         )
-        self.stat_reserved = StatCard("Reserved", "What the caching allocator holds: torch.cuda.max_memory_reserved()")
+        self.stat_reserved = StatCard(
+            tr("Reserved"), tr("What the caching allocator holds: torch.cuda.max_memory_reserved()")
+        )
         self.stat_device = StatCard(
-            "On the device",
-            "What nvidia-smi / NVML shows for the process: reserved + "
-            "CUDA context and libraries; the fit verdict uses this",
+            tr("On the device"),
+            tr("What nvidia-smi / NVML shows: reserved + CUDA context and libraries; the verdict uses this"),
         )
-        self.stat_params = StatCard("Parameters", "Unique parameters of the model the engine runs")
-        self.stat_active = StatCard("Active per token", "Parameters touched per token (MoE: routed + shared experts)")
+        self.stat_params = StatCard(tr("Parameters"), tr("Unique parameters of the model the engine runs"))
+        self.stat_active = StatCard(
+            tr("Active / trainable"), tr("Parameters touched per token (MoE), or trained (fine-tuning)")
+        )
         for card in (self.stat_allocated, self.stat_reserved, self.stat_device, self.stat_params, self.stat_active):
+            card.setAccessibleName(card.caption.text())
             stats.addWidget(card, 1)
         layout.addLayout(stats)
 
@@ -260,6 +255,8 @@ class MainWindow(QMainWindow):
         charts.setSpacing(8)
         self.breakdown = BreakdownChart()
         self.phase_chart = PhaseChart()
+        self.breakdown.setAccessibleName(tr("Breakdown chart"))
+        self.phase_chart.setAccessibleName(tr("Phase chart"))
         for chart, stretch in ((self.breakdown, 5), (self.phase_chart, 6)):
             frame = QFrame(box)
             frame.setObjectName("chartPanel")
@@ -275,6 +272,7 @@ class MainWindow(QMainWindow):
         self.table_model = ComponentTableModel(self)
         self.table = QTableView(box)
         self.table.setModel(self.table_model)
+        self.table.setAccessibleName(tr("Components at the peak"))
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
@@ -286,7 +284,7 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         header.setStretchLastSection(True)
-        for col, width in ((0, 170), (1, 95), (2, 60), (3, 60)):
+        for col, width in ((0, 190), (1, 100), (2, 70), (3, 60)):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(col, width)
         self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -301,6 +299,58 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.warnings_label)
         return box
 
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.status_label = QLabel("")
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 0)  # busy indicator
+        self.progress.setMaximumWidth(120)
+        self.progress.setMaximumHeight(14)
+        self.progress.setTextVisible(False)
+        self.progress.setVisible(False)
+        self.progress.setAccessibleName(tr("Working"))
+        self.timing_label = QLabel("")
+        self.timing_label.setObjectName("caption")
+        bar.addWidget(self.status_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.timing_label)
+
+    def _build_menus(self) -> None:
+        menu = self.menuBar()
+        file_menu = menu.addMenu(tr("&File"))
+        self.action_open = self._action(tr("&Open scenario…"), QKeySequence.StandardKey.Open, self.open_scenario_dialog)
+        self.action_save = self._action(tr("&Save scenario…"), QKeySequence.StandardKey.Save, self.save_scenario_dialog)
+        file_menu.addAction(self.action_open)
+        file_menu.addAction(self.action_save)
+        self.recent_menu = file_menu.addMenu(tr("&Recent models"))
+        self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
+        file_menu.addSeparator()
+        file_menu.addAction(self._action(tr("&Quit"), QKeySequence.StandardKey.Quit, self.close))
+        view = menu.addMenu(tr("&View"))
+        view.addAction(self._action(tr("Find a model"), QKeySequence.StandardKey.Find, self.focus_search))
+        view.addAction(self._action(tr("Inference"), QKeySequence("Ctrl+1"), lambda: self.tabs.setCurrentIndex(0)))
+        view.addAction(self._action(tr("Fine-tune"), QKeySequence("Ctrl+2"), lambda: self.tabs.setCurrentIndex(1)))
+        view.addAction(self._action(tr("Pie / bar chart"), QKeySequence("Ctrl+B"), self._toggle_chart_mode))
+        view.addAction(self._action(tr("Detect GPUs again"), QKeySequence("F5"), self.detect_gpus_again))
+        file_menu.insertAction(
+            file_menu.actions()[-2],
+            self._action(tr("Se&ttings…"), QKeySequence.StandardKey.Preferences, self.open_settings),
+        )
+        lang_menu = view.addMenu(tr("&Language"))
+        for code, name in LANGUAGES.items():
+            act = QAction(name, self)
+            act.setCheckable(True)
+            act.setChecked(code == language())
+            act.triggered.connect(lambda _c=False, code=code: self._set_language(code))
+            lang_menu.addAction(act)
+
+    def _action(self, text: str, shortcut: Any, slot: Callable[[], Any]) -> QAction:
+        act = QAction(text, self)
+        act.setShortcut(shortcut)
+        act.triggered.connect(lambda _checked=False: slot())
+        self.addAction(act)
+        return act
+
     def _fit_table(self, rows: int) -> None:
         rows = max(TABLE_ROWS[0], min(TABLE_ROWS[1], rows))
         header = self.table.horizontalHeader().sizeHint().height()
@@ -312,81 +362,180 @@ class MainWindow(QMainWindow):
         """The scenario the form was loaded from (fields the form does not show come from it)."""
         return self._scenario
 
+    def current_scenario(self) -> Scenario | None:
+        """What the form shows now, as a scenario (None while the form has a problem)."""
+        ev = self.evaluation
+        return ev.scenario if ev is not None else None
+
     def set_scenario(self, scenario: Scenario) -> None:
         """Show ``scenario`` in the form and estimate it now."""
         self._scenario = scenario
-        form = form_from_scenario(scenario)
-        self._loading = True
-        try:
-            _select(self.model_combo, form.model)
-            _select(self.engine_combo, form.engine)
-            _select(self.weights_combo, form.weights)
-            _select(self.kv_combo, form.kv_dtype)
-            _select(self.gpu_combo, form.gpu)
-            self.batch_spin.setValue(form.batch)
-            self.input_spin.setValue(form.input_len or 0)
-            self.output_spin.setValue(form.output_len)
-            self.gpu_count_spin.setValue(form.gpu_count)
-        finally:
-            self._loading = False
+        self.form.set_values(form_from_scenario(scenario))
         self.estimate_now()
 
     def form_values(self) -> FormValues:
-        return FormValues(
-            model=str(self.model_combo.currentData()),
-            engine=str(self.engine_combo.currentData()),
-            weights=str(self.weights_combo.currentData()),
-            batch=self.batch_spin.value(),
-            input_len=self.input_spin.value() or None,
-            output_len=self.output_spin.value(),
-            kv_dtype=str(self.kv_combo.currentData()),
-            gpu=self.gpu_combo.currentData(),
-            gpu_count=self.gpu_count_spin.value(),
-        )
+        return self.form.values()
 
     def _on_form_changed(self) -> None:
-        if not self._loading:
-            self._timer.start()
+        self._timer.start()
+
+    def choose_model(self, model_id: str) -> None:
+        """Estimate ``model_id`` (a catalog id, a Hub repo id, or a path)."""
+        self.form.set_values(FormValues(**{**self.form.values().__dict__, "model": model_id}))
+        self.estimate_now()
+
+    # ------------------------------------------------------------------ models
+    def _known_facts(self, ref: str) -> ModelFacts:
+        """Facts for ``ref`` without waiting: catalog and resolved models; raises for failed ones."""
+        if self._catalog.find(ref) is not None:
+            return self._catalog.facts(ref)
+        if ref in self._facts:
+            return self._facts[ref]
+        if ref in self._resolve_errors:
+            raise LookupError(self._resolve_errors[ref])
+        raise LookupError(f"{ref} is not resolved yet")
+
+    def _needs_resolving(self, ref: str) -> bool:
+        return self._catalog.find(ref) is None and ref not in self._facts and ref not in self._resolve_errors
+
+    @property
+    def pending(self) -> bool:
+        """A model lookup or the GPU detection is still running."""
+        return bool(self.resolve_runner.busy or self.detect_runner.busy)
+
+    def _start_resolve(self, ref: str) -> None:
+        if self._resolving == ref and self.resolve_runner.busy:
+            return
+        self._resolving = ref
+        fn = self._resolve_fn
+        self.resolve_runner.submit(lambda _cancel: (ref, fn(ref)), label=ref)
+
+    def _on_resolved(self, result: tuple[str, ModelFacts]) -> None:
+        ref, facts = result
+        self._facts[ref] = facts
+        self._resolving = None
+        self._remember_recent(ref)
+        self.estimate_now()
+
+    def _on_resolve_failed(self, error: object) -> None:
+        ref = self._resolving or ""
+        self._resolving = None
+        if isinstance(error, (ValueError, LookupError, OSError)):
+            self._resolve_errors[ref] = str(error).strip("'\"") or type(error).__name__
+        else:
+            self._resolve_errors[ref] = f"{type(error).__name__}: {error}"
+        self.estimate_now()
+
+    def _on_resolve_busy(self, busy: bool) -> None:
+        if busy:
+            self._show_status(True, tr("Reading the model") + f" {self.resolve_runner.label}…")
+        else:
+            self._show_status(False, "")
+
+    # ------------------------------------------------------------------ GPUs
+    def detect_gpus_again(self) -> None:
+        if self._detect_fn is None:
+            self._on_detected(DetectionResult(reason=tr("GPU detection is off")))
+            return
+        fn = self._detect_fn
+        self.detect_runner.submit(lambda _cancel: fn(), label="NVML")
+
+    def _on_detected(self, result: DetectionResult) -> None:
+        self.detection = result
+        specs: dict[str, GpuSpec] = {}
+        for g in result.gpus:
+            try:
+                specs[f"{DETECTED_PREFIX}{g.index}"] = to_gpu_spec(g, self._catalog)
+            except ValueError:
+                continue
+        self._detected_specs = specs
+        previous = self.form.values().gpu
+        self.form.set_detected(result, specs)
+        # a first start on a machine with a GPU: plan for it (unless the scenario names another)
+        if specs and previous == DEFAULT_SCENARIO.hardware.gpu and self._scenario is DEFAULT_SCENARIO:
+            self.form.gpu_combo.setCurrentIndex(self.form.gpu_combo.findData(next(iter(specs))))
+        if self.form.gpu_combo.currentData() != previous:
+            self._on_form_changed()
 
     # ------------------------------------------------------------------ results
     def estimate_now(self) -> Evaluation:
         """Estimate what the form shows and update the results side; returns what it showed."""
+        t0 = time.perf_counter()
         self._timer.stop()
-        ev = evaluate_form(self._scenario, self.form_values())
+        form = self.form.values()
+        if self._needs_resolving(form.model):
+            self._start_resolve(form.model)
+            ev = Evaluation(scenario=None, error=None)
+            self._show_pending(form.model)
+            self.evaluation = ev
+            return ev
+        if self.resolve_runner.busy and self._resolving != form.model:
+            self.resolve_runner.cancel()
+            self._resolving = None
+        ev = evaluate_form(
+            self._scenario, form, resolve=self._known_facts, find_gpu=resolve_gpu, detected=self._detected_specs
+        )
         self.evaluation = ev
         if ev.view is not None:
             self._show_view(ev.view)
+            self.form.set_problem(None)
         else:
             self._show_error(ev.error or "unknown error")
+            self.form.set_problem(ev.error)
+        facts = self._facts.get(form.model)
+        if facts is None and self._catalog.find(form.model) is not None:
+            facts = self._catalog.facts(form.model)
+        self.browser.show_facts(facts, form.model)
+        self.last_update_seconds = time.perf_counter() - t0
+        self.timing_label.setText(f"{tr('updated in')} {self.last_update_seconds * 1000:.1f} ms")
         self.estimated.emit(ev)
         return ev
 
+    def wait_idle(self, timeout_ms: int = 10_000) -> bool:
+        """Process events until no lookup or detection is running (for --screenshot); False on timeout."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.pending and time.monotonic() < deadline:
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+            time.sleep(0.002)
+        QApplication.processEvents()
+        return not self.pending
+
     def _set_verdict_style(self, color: str) -> None:
-        tint = theme.mix(color, "#ffffff", 0.92)
+        p = theme.current()
+        tint = theme.mix(color, p.background, 0.92)
         self.verdict_frame.setStyleSheet(
-            f"QFrame#verdict {{ background: {tint}; border: 1px solid {theme.mix(color, '#ffffff', 0.6)}; "
+            f"QFrame#verdict {{ background: {tint}; border: 1px solid {theme.mix(color, p.background, 0.6)}; "
             f"border-left: 5px solid {color}; border-radius: 6px; }}"
         )
         self.verdict_label.setStyleSheet(f"color: {color}; font-size: 18pt; font-weight: bold;")
-        self.message_label.setStyleSheet(f"color: {theme.TEXT};")
+        self.message_label.setStyleSheet(f"color: {p.text};")
+
+    def _show_pending(self, model_id: str) -> None:
+        self._set_verdict_style(theme.VERDICT_COLORS[None])
+        self.verdict_label.setText(tr("Reading the model…"))
+        self.message_label.setText(f"{model_id}: " + tr("its config is being read; the estimate follows"))
+        self.scenario_label.setText(model_id)
 
     def _show_view(self, view: EstimateView) -> None:
         self.view = view
         color = theme.VERDICT_COLORS.get(view.verdict, theme.VERDICT_COLORS[None])
         self._set_verdict_style(color)
-        self.verdict_label.setText(view.headline)
+        self.verdict_label.setText(tr(view.headline))
         self.message_label.setText(view.message)
         if view.gpu_name is None:
             self.scenario_label.setText(view.model_id)
         else:
             gpus = f"{view.gpu_count} x {view.gpu_name}" if view.gpu_count > 1 else view.gpu_name
-            self.scenario_label.setText(f"{view.model_id} on {gpus}")
+            free = f" ({tr('free memory of the detected GPU')})" if view.uses_free_memory else ""
+            self.scenario_label.setText(f"{view.model_id} {tr('on')} {gpus}{free}")
+        self._show_gpu_chips(view)
         self.setWindowTitle(f"vramdesk — {view.model_id}")
         self.stat_allocated.set_value(gib(view.peak_allocated_bytes))
         self.stat_reserved.set_value(gib(view.peak_reserved_bytes))
         self.stat_device.set_value(gib(view.device_bytes))
         self.stat_params.set_value(count_text(view.params_total))
-        self.stat_active.set_value(count_text(view.params_active))
+        params = view.estimate.params
+        self.stat_active.set_value(count_text(params.trainable if view.mode == "finetune" else params.active))
         self.breakdown.show_view(view)
         self.phase_chart.show_view(view)
         self.legend.set_entries([(name, view.colors[name]) for name in view.colors])
@@ -394,14 +543,132 @@ class MainWindow(QMainWindow):
         self._fit_table(len(view.slices))
         self._show_warnings(list(view.warnings))
 
+    def _show_gpu_chips(self, view: EstimateView) -> None:
+        """One chip per GPU when the model is split: its share and its own verdict."""
+        if len(view.per_gpu) <= 1 or view.gpu_memory_bytes is None:
+            self.gpu_chips.setVisible(False)
+            return
+        chips = []
+        for g in view.per_gpu:
+            color = theme.VERDICT_COLORS.get(g.verdict, theme.VERDICT_COLORS[None])
+            chips.append(
+                f'<span style="color:{color}">&#9632;</span>&nbsp;GPU {g.index}: {g.device_bytes / GIB:.2f} GiB '
+                f"({g.fraction * 100:.0f}%)"
+            )
+        self.gpu_chips.setText("&nbsp;&nbsp;&nbsp; ".join(chips))
+        self.gpu_chips.setVisible(True)
+
     def _show_error(self, message: str) -> None:
         self._set_verdict_style(theme.ERROR_COLOR)
-        self.verdict_label.setText("Cannot estimate")
+        self.verdict_label.setText(tr("Cannot estimate"))
         self.message_label.setText(message)
         self.message_label.setStyleSheet(f"color: {theme.ERROR_COLOR};")
-        self.scenario_label.setText("the charts still show the last estimate")
+        self.scenario_label.setText(tr("the charts still show the last estimate"))
 
     def _show_warnings(self, warnings: list[str]) -> None:
         lines = ([self._notice] if self._notice else []) + warnings
         self.warnings_label.setVisible(bool(lines))
         self.warnings_label.setText("<br>".join(f"&#9888;&nbsp;{html.escape(w)}" for w in lines))
+
+    def _show_status(self, busy: bool, text: str) -> None:
+        busy = busy or self.pending or self.browser.hub_runner.busy
+        self.progress.setVisible(busy)
+        if text:
+            self.status_label.setText(text)
+
+    # ------------------------------------------------------------------ comfort
+    def focus_search(self) -> None:
+        self.browser.search_box.setFocus()
+        self.browser.search_box.selectAll()
+
+    def _toggle_chart_mode(self) -> None:
+        self.breakdown.set_mode("bar" if self.breakdown.mode == "pie" else "pie")
+
+    def open_settings(self) -> None:
+        from .dialogs import SettingsDialog
+
+        dialog = SettingsDialog(self)
+        if dialog.exec():
+            self.browser.search_now()  # the endpoint or offline mode may have changed
+
+    def _set_language(self, code: str) -> None:
+        set_language(code, persist=True)
+        QMessageBox.information(self, "vramdesk", tr("The language changes the next time vramdesk starts."))
+
+    def recent_models(self) -> list[str]:
+        value = QSettings().value(RECENT_KEY)
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    def _remember_recent(self, ref: str) -> None:
+        items = [ref] + [r for r in self.recent_models() if r != ref]
+        QSettings().setValue(RECENT_KEY, items[:MAX_RECENT])
+
+    def _fill_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        items = self.recent_models()
+        if not items:
+            act = self.recent_menu.addAction(tr("(none yet)"))
+            act.setEnabled(False)
+        for ref in items:
+            act = self.recent_menu.addAction(ref)
+            act.triggered.connect(lambda _c=False, ref=ref: self.choose_model(ref))
+
+    def open_scenario_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, tr("Open scenario"), "", tr("Scenario files (*.json)"))
+        if path:
+            self.open_scenario(Path(path))
+
+    def open_scenario(self, path: Path) -> bool:
+        try:
+            scenario = load_scenario(path)
+        except (ScenarioFileError, OSError) as err:
+            QMessageBox.warning(self, "vramdesk", str(err))
+            return False
+        self.set_scenario(scenario)
+        return True
+
+    def save_scenario_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, tr("Save scenario"), "scenario.json", tr("Scenario files (*.json)"))
+        if path:
+            self.save_scenario(Path(path))
+
+    def save_scenario(self, path: Path) -> bool:
+        try:
+            scenario = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
+            save_scenario(scenario, path)
+        except (ValueError, OSError) as err:
+            QMessageBox.warning(self, "vramdesk", str(err))
+            return False
+        self.statusBar().showMessage(tr("Saved") + f" {path}", 4000)
+        return True
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if any(u.isLocalFile() and droppable_path(Path(u.toLocalFile())) for u in urls):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        for u in event.mimeData().urls():
+            if u.isLocalFile() and droppable_path(Path(u.toLocalFile())):
+                self.drop_path(Path(u.toLocalFile()))
+                event.acceptProposedAction()
+                return
+        event.ignore()
+
+    def drop_path(self, path: Path) -> None:
+        """A dropped file or folder: a scenario file opens; a config.json, folder or .gguf becomes the model."""
+        if path.is_file() and path.suffix.lower() == ".json" and path.name != "config.json":
+            try:
+                self.set_scenario(load_scenario(path))
+                return
+            except (ScenarioFileError, OSError):
+                pass  # not a scenario: try it as a model config
+        self.choose_model(str(path))
+
+    def closeEvent(self, event: Any) -> None:
+        self.browser.shutdown()
+        self.resolve_runner.cancel()
+        self.detect_runner.cancel()
+        super().closeEvent(event)

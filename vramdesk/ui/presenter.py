@@ -6,16 +6,17 @@ window stays a thin layer that copies these values into widgets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from vramdesk.core.estimate import ModelFacts, estimate
+from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.result import Estimate
-from vramdesk.core.scenario import InferenceWorkload, Scenario
+from vramdesk.core.scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
 from .theme import component_colors
@@ -40,6 +41,11 @@ WEIGHT_FORMATS: tuple[str, ...] = (
     "q4_0",
 )
 KV_DTYPES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8", "q8_0", "q4_0")
+ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
+METHODS: tuple[str, ...] = ("lora", "qlora", "full")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion")
+PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")
+OFFLOADS: tuple[str, ...] = ("none", "optimizer", "params")
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (ValueError, LookupError)
@@ -63,43 +69,96 @@ def count_text(n: int) -> str:
 
 @dataclass(frozen=True)
 class FormValues:
-    """What the form shows: exactly the fields of a scenario the first window lets the user change."""
+    """What the form shows: every field of a scenario the window lets the user change."""
 
     model: str
+    #: "inference" or "finetune": which tab is open
+    mode: str = "inference"
     engine: str = "transformers"
     weights: str = "auto"
+    attention: str = "sdpa"
     batch: int = 1
     #: None = the model's default (its context, at most 4096)
     input_len: int | None = None
     output_len: int = 512
     kv_dtype: str = "auto"
-    #: GPU catalog name; None = no GPU chosen (no fit verdict)
+    # vLLM
+    vllm_utilization: float = 0.9
+    vllm_max_seqs: int = 256
+    vllm_enforce_eager: bool = False
+    # llama.cpp; None = every layer on the GPU
+    llama_gpu_layers: int | None = None
+    llama_ubatch: int = 512
+    llama_flash_attn: bool = True
+    # fine-tuning
+    method: str = "lora"
+    micro_batch: int = 1
+    seq_len: int = 2048
+    grad_accum: int = 1
+    optimizer: str = "adamw"
+    precision: str = "bf16"
+    grad_checkpointing: bool = True
+    lora_rank: int = 16
+    lora_targets: str = "all-linear"
+    # parallelism
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+    fsdp: bool = False
+    offload: str = "none"
+    #: GPU catalog name, or a detected GPU's key ("detected:0"); None = no GPU chosen (no fit verdict)
     gpu: str | None = None
     gpu_count: int = 1
 
 
-def form_from_scenario(scenario: Scenario) -> FormValues:
-    work = scenario.workload
-    if not isinstance(work, InferenceWorkload):  # a fine-tuning file: show inference defaults
-        work = InferenceWorkload()
+DETECTED_PREFIX = "detected:"
+
+
+def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormValues:
+    """The form for ``scenario``; ``gpu_key`` replaces the GPU name (a detected GPU the user picked)."""
+    inf = scenario.workload if isinstance(scenario.workload, InferenceWorkload) else InferenceWorkload()
+    ft = scenario.workload if isinstance(scenario.workload, FinetuneWorkload) else FinetuneWorkload()
+    par = scenario.parallelism
     return FormValues(
         model=scenario.model.id,
-        engine=work.engine,
+        mode=scenario.workload.kind,
+        engine=inf.engine,
         weights=scenario.weights,
-        batch=work.batch,
-        input_len=work.input_len,
-        output_len=work.output_len,
-        kv_dtype=work.kv_dtype,
-        gpu=scenario.hardware.gpu,
+        attention=scenario.workload.attention,
+        batch=inf.batch,
+        input_len=inf.input_len,
+        output_len=inf.output_len,
+        kv_dtype=inf.kv_dtype,
+        vllm_utilization=inf.vllm.gpu_memory_utilization,
+        vllm_max_seqs=inf.vllm.max_num_seqs,
+        vllm_enforce_eager=inf.vllm.enforce_eager,
+        llama_gpu_layers=inf.llamacpp.n_gpu_layers,
+        llama_ubatch=inf.llamacpp.n_ubatch,
+        llama_flash_attn=inf.llamacpp.flash_attn,
+        method=ft.method,
+        micro_batch=ft.micro_batch,
+        seq_len=ft.seq_len,
+        grad_accum=ft.grad_accum,
+        optimizer=ft.optimizer,
+        precision=ft.precision,
+        grad_checkpointing=ft.grad_checkpointing,
+        lora_rank=ft.lora_rank,
+        lora_targets=",".join(ft.lora_targets),
+        tp=par.tp,
+        pp=par.pp,
+        zero=par.zero,
+        fsdp=par.fsdp,
+        offload=par.offload,
+        gpu=gpu_key or scenario.hardware.gpu,
         gpu_count=scenario.hardware.gpu_count,
     )
 
 
-def scenario_from_form(base: Scenario, form: FormValues) -> Scenario:
+def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, GpuSpec] | None = None) -> Scenario:
     """``base`` with the form's values, validated (raises pydantic's ValidationError, a ValueError).
 
-    Fields the form does not show (attention, vLLM/llama.cpp options, parallelism, the name) are kept.
-    A fine-tuning scenario keeps its workload: the estimator then says why it cannot estimate it yet.
+    Fields the form does not show (the name, vLLM's block size, ...) are kept; switching between the
+    Inference and Fine-tune tabs keeps the other workload's fields where ``base`` has them.
     """
     data: dict[str, Any] = base.model_dump()
     model = dict(data["model"])
@@ -107,15 +166,48 @@ def scenario_from_form(base: Scenario, form: FormValues) -> Scenario:
         model = {"id": form.model, "revision": None}
     data["model"] = model
     data["weights"] = form.weights
-    if data["workload"].get("kind", "inference") == "inference":
-        data["workload"].update(
+    old: dict[str, Any] = data["workload"]
+    if form.mode == "finetune":
+        work: dict[str, Any] = dict(old) if old.get("kind") == "finetune" else {"kind": "finetune"}
+        targets = tuple(t.strip() for t in form.lora_targets.split(",") if t.strip()) or ("all-linear",)
+        work.update(
+            method=form.method,
+            micro_batch=form.micro_batch,
+            seq_len=form.seq_len,
+            grad_accum=form.grad_accum,
+            optimizer=form.optimizer,
+            precision=form.precision,
+            grad_checkpointing=form.grad_checkpointing,
+            attention=form.attention,
+            lora_rank=form.lora_rank,
+            lora_targets=targets,
+        )
+    else:
+        work = dict(old) if old.get("kind", "inference") == "inference" else {"kind": "inference"}
+        vllm: dict[str, Any] = dict(work.get("vllm") or {})
+        vllm.update(
+            gpu_memory_utilization=form.vllm_utilization,
+            max_num_seqs=form.vllm_max_seqs,
+            enforce_eager=form.vllm_enforce_eager,
+        )
+        llama: dict[str, Any] = dict(work.get("llamacpp") or {})
+        llama.update(n_gpu_layers=form.llama_gpu_layers, n_ubatch=form.llama_ubatch, flash_attn=form.llama_flash_attn)
+        work.update(
             engine=form.engine,
+            attention=form.attention,
             batch=form.batch,
             input_len=form.input_len,
             output_len=form.output_len,
             kv_dtype=form.kv_dtype,
+            vllm=vllm,
+            llamacpp=llama,
         )
-    data["hardware"] = {"gpu": form.gpu, "gpu_count": form.gpu_count}
+    data["workload"] = work
+    data["parallelism"] = {"tp": form.tp, "pp": form.pp, "zero": form.zero, "fsdp": form.fsdp, "offload": form.offload}
+    gpu = form.gpu
+    if gpu is not None and detected and gpu in detected:
+        gpu = detected[gpu].name
+    data["hardware"] = {"gpu": gpu, "gpu_count": form.gpu_count}
     return Scenario.model_validate(data)
 
 
@@ -139,6 +231,19 @@ class PhaseBar:
     parts: tuple[tuple[str, int], ...]
     total: int
     is_peak: bool
+
+
+@dataclass(frozen=True)
+class GpuLoad:
+    """What one GPU holds at the peak, and its own verdict (fits / tight / does not fit, or None)."""
+
+    index: int
+    allocated_bytes: int
+    reserved_bytes: int
+    device_bytes: int
+    verdict: str | None
+    #: device bytes as a fraction of the GPU's memory (0 without a GPU)
+    fraction: float
 
 
 @dataclass(frozen=True)
@@ -167,6 +272,11 @@ class EstimateView:
     categories: dict[str, str]
     warnings: tuple[str, ...]
     estimate: Estimate = field(repr=False)
+    #: one entry per GPU that holds part of the model (several when it is split)
+    per_gpu: tuple[GpuLoad, ...] = ()
+    #: the verdict compares with the free memory of a detected GPU (not its total)
+    uses_free_memory: bool = False
+    mode: str = "inference"
 
     def summary_line(self) -> str:
         where = f" on {self.gpu_count} x {self.gpu_name}" if self.gpu_count > 1 else f" on {self.gpu_name}"
@@ -241,6 +351,19 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
         verdict = None
         headline = "No GPU chosen"
         message = f"needs {gib(est.device_bytes)} per GPU; choose a GPU to see whether it fits"
+    loads = []
+    for share in est.per_gpu:
+        own = fit_verdict(share.device_bytes, gpu).verdict if gpu is not None else None
+        loads.append(
+            GpuLoad(
+                index=share.index,
+                allocated_bytes=share.peak_allocated_bytes,
+                reserved_bytes=share.peak_reserved_bytes,
+                device_bytes=share.device_bytes,
+                verdict=own,
+                fraction=share.device_bytes / gpu.memory_bytes if gpu is not None else 0.0,
+            )
+        )
     return EstimateView(
         model_id=est.model_id,
         gpu_name=gpu.name if gpu else None,
@@ -261,6 +384,9 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
         categories=categories,
         warnings=est.warnings,
         estimate=est,
+        per_gpu=tuple(loads),
+        uses_free_memory=gpu is not None and gpu.free_bytes is not None,
+        mode=scenario.workload.kind,
     )
 
 
@@ -282,13 +408,28 @@ def evaluate_scenario(
 
 
 def evaluate_form(
-    base: Scenario, form: FormValues, *, resolve: ModelResolver = resolve_model, find_gpu: GpuResolver = resolve_gpu
+    base: Scenario,
+    form: FormValues,
+    *,
+    resolve: ModelResolver = resolve_model,
+    find_gpu: GpuResolver = resolve_gpu,
+    detected: Mapping[str, GpuSpec] | None = None,
 ) -> Evaluation:
-    """What the window does on every change: the form over ``base``, validated, then estimated."""
+    """What the window does on every change: the form over ``base``, validated, then estimated.
+
+    ``detected`` maps the keys of detected GPUs to their specs (with free memory): the verdict then uses them.
+    """
     try:
-        scenario = scenario_from_form(base, form)
+        scenario = scenario_from_form(base, form, detected)
     except ValidationError as err:
         return Evaluation(scenario=None, error=describe_error(err))
+    if detected and form.gpu is not None and form.gpu in detected:
+        spec = detected[form.gpu]
+
+        def find_detected(name: str | None) -> GpuSpec | None:
+            return spec
+
+        return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_detected)
     return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_gpu)
 
 

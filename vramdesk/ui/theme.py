@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-#: one stable colour per component category (Tableau 10, readable on white and distinguishable in print)
+#: one stable colour per component category: the Okabe-Ito palette (safe for the common colour-vision
+#: deficiencies) plus Paul Tol's wine for the ninth category
 CATEGORY_COLORS: dict[str, str] = {
-    "weights": "#4e79a7",
-    "kv_cache": "#f28e2b",
-    "state": "#b07aa1",
-    "activations": "#59a14f",
-    "logits": "#edc948",
-    "overhead": "#8c8c8c",
-    "pool": "#76b7b2",
-    "gradients": "#e15759",
-    "optimizer": "#9c755f",
+    "weights": "#0072b2",
+    "kv_cache": "#e69f00",
+    "state": "#cc79a7",
+    "activations": "#009e73",
+    "logits": "#f0e442",
+    "overhead": "#999999",
+    "pool": "#56b4e9",
+    "gradients": "#d55e00",
+    "optimizer": "#882255",
 }
 UNKNOWN_COLOR = "#bab0ac"
 
@@ -80,22 +82,61 @@ def text_on(color: str) -> str:
     return "#1f2933" if (0.299 * r + 0.587 * g + 0.114 * b) > 150 else "#ffffff"
 
 
-STYLE_SHEET = f"""
-QMainWindow, QWidget#central {{ background: #ffffff; }}
-QFrame#formPanel {{ background: {PANEL}; border-right: 1px solid {BORDER}; }}
-QLabel#appTitle {{ font-size: 15pt; font-weight: bold; color: {TEXT}; }}
-QLabel#appSubtitle {{ color: {MUTED}; }}
-QLabel#sectionTitle {{ font-weight: bold; color: {TEXT}; }}
-QLabel#fieldLabel {{ color: {MUTED}; }}
-QLabel#caption {{ color: {MUTED}; font-size: 8pt; }}
-QLabel#statValue {{ font-size: 12pt; font-weight: bold; color: {TEXT}; }}
-QFrame#stat {{ border: 1px solid {BORDER}; border-radius: 6px; background: #ffffff; }}
-QFrame#chartPanel {{ border: 1px solid {BORDER}; border-radius: 6px; background: #ffffff; }}
-QLabel#warnings {{ color: #8a5300; background: #fff8e6; border: 1px solid #f3d99b; border-radius: 4px;
-                   padding: 4px 6px; }}
-QToolButton#toggle {{ border: 1px solid {BORDER}; padding: 2px 10px; background: #ffffff; color: {TEXT}; }}
-QToolButton#toggle:checked {{ background: #4e79a7; color: #ffffff; border-color: #4e79a7; }}
-QTableView {{ gridline-color: #eceff3; border: 1px solid {BORDER}; border-radius: 4px; }}
-QHeaderView::section {{ background: {PANEL}; border: none; border-bottom: 1px solid {BORDER};
-                        padding: 3px 6px; font-weight: bold; color: {TEXT}; }}
+@dataclass(frozen=True)
+class Palette:
+    name: str
+    background: str
+    panel: str
+    text: str
+    muted: str
+    border: str
+    grid: str
+    warn_text: str
+    warn_bg: str
+    warn_border: str
+
+
+LIGHT = Palette("light", "#ffffff", PANEL, TEXT, MUTED, BORDER, "#eceff3", "#8a5300", "#fff8e6", "#f3d99b")
+DARK = Palette(
+    "dark", "#1e2227", "#262b31", "#e6e9ed", "#a3adb8", "#3a4049", "#30353c", "#ffcc80", "#3a3020", "#6b5a2e"
+)
+
+_current: dict[str, Palette] = {"p": LIGHT}
+
+
+def current() -> Palette:
+    return _current["p"]
+
+
+def use_palette(p: Palette) -> None:
+    _current["p"] = p
+
+
+def style_sheet(p: Palette) -> str:
+    return f"""
+QMainWindow, QWidget#central, QWidget#results {{ background: {p.background}; }}
+QFrame#browserPanel, QScrollArea#formScroll, QWidget#formBody {{ background: {p.panel}; }}
+QFrame#browserPanel {{ border-right: 1px solid {p.border}; }}
+QScrollArea#formScroll {{ border: none; border-right: 1px solid {p.border}; }}
+QLabel#sectionTitle {{ font-weight: bold; color: {p.text}; }}
+QLabel#caption {{ color: {p.muted}; font-size: 8pt; }}
+QLabel#details {{ color: {p.text}; background: {p.background}; border: 1px solid {p.border}; border-radius: 4px;
+                  padding: 6px; }}
+QLabel#validation {{ color: #c62828; font-weight: bold; }}
+QLabel#statValue {{ font-size: 12pt; font-weight: bold; color: {p.text}; }}
+QFrame#stat {{ border: 1px solid {p.border}; border-radius: 6px; background: {p.background}; }}
+QFrame#chartPanel {{ border: 1px solid {p.border}; border-radius: 6px; background: {p.background}; }}
+QLabel#warnings {{ color: {p.warn_text}; background: {p.warn_bg}; border: 1px solid {p.warn_border};
+                   border-radius: 4px; padding: 4px 6px; }}
+QGroupBox {{ font-weight: bold; color: {p.text}; border: 1px solid {p.border}; border-radius: 5px;
+             margin-top: 8px; padding-top: 6px; }}
+QGroupBox::title {{ subcontrol-origin: margin; left: 8px; padding: 0 3px; }}
+QToolButton#toggle {{ border: 1px solid {p.border}; padding: 2px 10px; background: {p.background}; color: {p.text}; }}
+QToolButton#toggle:checked {{ background: #0072b2; color: #ffffff; border-color: #0072b2; }}
+QTableView {{ gridline-color: {p.grid}; border: 1px solid {p.border}; border-radius: 4px; }}
+QHeaderView::section {{ background: {p.panel}; border: none; border-bottom: 1px solid {p.border};
+                        padding: 3px 6px; font-weight: bold; color: {p.text}; }}
 """
+
+
+STYLE_SHEET = style_sheet(LIGHT)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 from vramdesk.core.gpu import GIB
 
 from . import theme
+from .i18n import tr
 from .presenter import Slice
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -48,7 +49,7 @@ class ComponentTableModel(QAbstractTableModel):
             and role == Qt.ItemDataRole.DisplayRole
             and 0 <= section < len(self.HEADERS)
         ):
-            return self.HEADERS[section]
+            return tr(self.HEADERS[section])
         if (
             orientation == Qt.Orientation.Horizontal
             and role == Qt.ItemDataRole.TextAlignmentRole
@@ -66,7 +67,7 @@ class ComponentTableModel(QAbstractTableModel):
             if col == self.NAME:
                 return row.name
             if col == self.CATEGORY:
-                return theme.CATEGORY_LABELS.get(row.category, row.category)
+                return tr(theme.CATEGORY_LABELS.get(row.category, row.category))
             if col == self.GIB_COL:
                 return f"{row.bytes / GIB:.2f}"
             if col == self.SHARE:

@@ -1,0 +1,99 @@
+"""The settings dialog: language, Hub endpoint, offline mode and the Hugging Face token.
+
+Endpoint, offline mode and language are saved with QSettings and applied to this process's environment
+(``HF_ENDPOINT``, ``HF_HUB_OFFLINE``: the Hub client reads them when it runs). The token is only put in
+this process's ``HF_TOKEN`` for the session: it is never saved, never written to scenario files or logs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .i18n import LANGUAGES, language, set_language, tr
+
+ENDPOINT_KEY = "hub/endpoint"
+OFFLINE_KEY = "hub/offline"
+
+
+def apply_saved_settings() -> None:
+    """At start: the saved endpoint and offline mode, unless the environment already sets them."""
+    s = QSettings()
+    endpoint = s.value(ENDPOINT_KEY)
+    if isinstance(endpoint, str) and endpoint and "HF_ENDPOINT" not in os.environ:
+        os.environ["HF_ENDPOINT"] = endpoint
+    offline = s.value(OFFLINE_KEY)
+    if str(offline).lower() in ("true", "1") and "HF_HUB_OFFLINE" not in os.environ:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+class SettingsDialog(QDialog):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(tr("Settings"))
+        self.language_combo = QComboBox()
+        for code, name in LANGUAGES.items():
+            self.language_combo.addItem(name, code)
+        self.language_combo.setCurrentIndex(max(0, self.language_combo.findData(language())))
+        self.language_combo.setToolTip(tr("The language changes the next time vramdesk starts."))
+        self.endpoint_edit = QLineEdit(os.environ.get("HF_ENDPOINT", ""))
+        self.endpoint_edit.setPlaceholderText("https://huggingface.co")
+        self.endpoint_edit.setToolTip(tr("A Hub mirror or a private Hub (HF_ENDPOINT); empty = huggingface.co"))
+        self.offline_check = QCheckBox(tr("offline: never ask the Hub (catalog and local files only)"))
+        self.offline_check.setChecked(
+            os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "TRUE", "YES", "ON")
+        )
+        self.token_edit = QLineEdit()
+        self.token_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.token_edit.setPlaceholderText(tr("hf_… (empty = the token of `hf auth login`)"))
+        self.token_edit.setAccessibleName(tr("Hugging Face token"))
+        note = QLabel(
+            tr("The token is used for this session only: never saved, never written to scenario files or logs.")
+        )
+        note.setObjectName("caption")
+        note.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow(tr("&Language"), self.language_combo)
+        form.addRow(tr("Hub endpoint"), self.endpoint_edit)
+        form.addRow(self.offline_check)
+        form.addRow(tr("HF token"), self.token_edit)
+        form.addRow(note)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(buttons)
+        self.accepted.connect(self.apply)
+
+    def apply(self) -> None:
+        s = QSettings()
+        set_language(str(self.language_combo.currentData()), persist=True)
+        endpoint = self.endpoint_edit.text().strip().rstrip("/")
+        s.setValue(ENDPOINT_KEY, endpoint)
+        if endpoint:
+            os.environ["HF_ENDPOINT"] = endpoint
+        else:
+            os.environ.pop("HF_ENDPOINT", None)
+        offline = self.offline_check.isChecked()
+        s.setValue(OFFLINE_KEY, offline)
+        if offline:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+        else:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        token = self.token_edit.text().strip()
+        if token:
+            os.environ["HF_TOKEN"] = token
+        self.token_edit.clear()

@@ -1,0 +1,478 @@
+"""The workload form (centre of the window): model and precision, Inference / Fine-tune tabs, hardware.
+
+Every widget change emits ``changed``; :meth:`WorkloadForm.values` reads the form into plain
+:class:`FormValues` and :meth:`WorkloadForm.set_values` shows them. Each choice has a tooltip that says
+what it changes in memory.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from vramdesk.core.gpu import GIB, GpuSpec
+from vramdesk.core.scenario import MAX_TOKENS
+from vramdesk.services.catalog import Catalog
+from vramdesk.services.nvml import DetectionResult
+
+from .i18n import tr
+from .presenter import (
+    ATTENTIONS,
+    DETECTED_PREFIX,
+    ENGINES,
+    KV_DTYPES,
+    METHODS,
+    OFFLOADS,
+    OPTIMIZERS,
+    PRECISIONS,
+    WEIGHT_FORMATS,
+    FormValues,
+)
+
+TIPS: dict[str, str] = {
+    "transformers": "Hugging Face transformers generate(): the KV cache grows with every token",
+    "vllm": "vLLM pre-allocates gpu_memory_utilization x the GPU's memory; the question is how many tokens fit",
+    "llamacpp": "llama.cpp: GGUF block formats, KV cache sized for n_ctx, layers may stay on the CPU",
+    "sdpa": "PyTorch scaled_dot_product_attention: no n x n score matrix in memory",
+    "flash": "FlashAttention 2: no n x n score matrix in memory",
+    "eager": "Eager attention materialises the n x n attention scores per head: large for long sequences",
+    "lora": "LoRA: the base model frozen in bf16, small trainable adapters with their own gradients and optimizer",
+    "qlora": "QLoRA: the base model in 4-bit NF4, adapters in bf16",
+    "full": "Full fine-tuning: gradients and optimizer states for every parameter",
+    "adamw": "AdamW: two fp32 states per trainable parameter; PyTorch's foreach step briefly copies them",
+    "adamw-fused": "Fused AdamW: two fp32 states, no extra copy during the step",
+    "adamw-8bit": "bitsandbytes 8-bit AdamW: two 8-bit states with block-wise scales",
+    "paged-adamw-8bit": "8-bit AdamW with states that can page out to CPU memory",
+    "sgd": "SGD with momentum: one state per trainable parameter",
+    "adafactor": "Adafactor: factored second moments, much smaller than Adam's",
+    "lion": "Lion: one momentum state per trainable parameter",
+    "bf16": "Weights and gradients in bfloat16",
+    "fp16": "Weights and gradients in float16",
+    "fp32": "Everything in float32 (4 bytes per parameter)",
+    "amp-bf16": "Mixed precision: fp32 master weights, bf16 compute (more memory than pure bf16)",
+    "amp-fp16": "Mixed precision: fp32 master weights, fp16 compute",
+    "none": "Nothing is offloaded to CPU memory",
+    "optimizer": "Optimizer states live in CPU memory (DeepSpeed / FSDP offload)",
+    "params": "Parameters and optimizer states live in CPU memory",
+}
+
+
+def _combo(values: tuple[str, ...], tooltip: str, labels: dict[str, str] | None = None) -> QComboBox:
+    c = QComboBox()
+    for v in values:
+        c.addItem((labels or {}).get(v, v), v)
+        tip = TIPS.get(v)
+        if tip:
+            c.setItemData(c.count() - 1, tr(tip), Qt.ItemDataRole.ToolTipRole)
+    c.setToolTip(tooltip)
+    c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    c.setMinimumContentsLength(8)
+    return c
+
+
+def _spin(minimum: int, maximum: int, tooltip: str, step: int = 1) -> QSpinBox:
+    s = QSpinBox()
+    s.setRange(minimum, maximum)
+    s.setGroupSeparatorShown(True)
+    s.setAccelerated(True)
+    s.setSingleStep(step)
+    s.setToolTip(tooltip)
+    s.setAlignment(Qt.AlignmentFlag.AlignRight)
+    return s
+
+
+def select(combo: QComboBox, value: object, text: str | None = None) -> None:
+    """Select the item whose data is ``value``, adding one (labelled ``text``) when there is none."""
+    i = combo.findData(value)
+    if i < 0:
+        combo.addItem(text if text is not None else str(value), value)
+        i = combo.count() - 1
+    combo.setCurrentIndex(i)
+
+
+class WorkloadForm(QWidget):
+    changed = Signal()
+
+    def __init__(self, catalog: Catalog, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._catalog = catalog
+        self._loading = False
+
+        # ---- model and precision
+        self.model_combo = QComboBox()
+        for m in sorted(catalog.models(), key=lambda m: m.id.lower()):
+            self.model_combo.addItem(m.id, m.id)
+        self.model_combo.setToolTip(tr("The model to estimate: pick one in the browser, or drop a config.json here"))
+        self.model_combo.setMaxVisibleItems(20)
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_combo.setMinimumContentsLength(12)
+        self.weights_combo = _combo(
+            WEIGHT_FORMATS, tr("How the weights are stored in memory"), {"auto": tr("auto (checkpoint)")}
+        )
+        self.kv_combo = _combo(
+            KV_DTYPES, tr("Data type of the KV cache (fp8 / q8_0 halve it)"), {"auto": tr("auto (compute)")}
+        )
+        self.attention_combo = _combo(ATTENTIONS, tr("The attention implementation: eager keeps n x n scores"))
+
+        model_box = QGroupBox(tr("Model and precision"))
+        fl = self._form_layout(model_box)
+        fl.addRow(tr("&Model"), self.model_combo)
+        fl.addRow(tr("&Weights"), self.weights_combo)
+        fl.addRow(tr("&Attention"), self.attention_combo)
+
+        # ---- inference tab
+        self.engine_combo = _combo(ENGINES, tr("The inference engine: its memory rules differ"))
+        self.batch_spin = _spin(1, 65536, tr("Sequences generated at once"))
+        self.input_spin = _spin(
+            0, MAX_TOKENS, tr("Prompt tokens per sequence; auto = the model's context, at most 4,096"), 512
+        )
+        self.input_spin.setSpecialValueText(tr("auto"))
+        self.output_spin = _spin(0, MAX_TOKENS, tr("Generated tokens per sequence"), 128)
+        inf_page = QWidget()
+        il = QVBoxLayout(inf_page)
+        il.setContentsMargins(4, 6, 4, 4)
+        base = QFormLayout()
+        self._tune(base)
+        base.addRow(tr("&Engine"), self.engine_combo)
+        base.addRow(tr("&Batch"), self.batch_spin)
+        base.addRow(tr("&Input tokens"), self.input_spin)
+        base.addRow(tr("&Output tokens"), self.output_spin)
+        base.addRow(tr("&KV cache"), self.kv_combo)
+        il.addLayout(base)
+
+        self.vllm_box = QGroupBox(tr("vLLM"))
+        vl = self._form_layout(self.vllm_box)
+        self.vllm_util_spin = QDoubleSpinBox()
+        self.vllm_util_spin.setRange(0.05, 1.0)
+        self.vllm_util_spin.setSingleStep(0.05)
+        self.vllm_util_spin.setDecimals(2)
+        self.vllm_util_spin.setToolTip(
+            tr("Fraction of the GPU's memory vLLM takes for weights, activations and the KV pool")
+        )
+        self.vllm_seqs_spin = _spin(1, 65536, tr("Most sequences scheduled at once (--max-num-seqs)"))
+        self.vllm_eager_check = QCheckBox(tr("enforce eager (no CUDA graphs)"))
+        self.vllm_eager_check.setToolTip(tr("Skips CUDA graph capture: less memory, slower decoding"))
+        vl.addRow(tr("GPU memory utilization"), self.vllm_util_spin)
+        vl.addRow(tr("Max sequences"), self.vllm_seqs_spin)
+        vl.addRow(self.vllm_eager_check)
+        il.addWidget(self.vllm_box)
+
+        self.llama_box = QGroupBox(tr("llama.cpp"))
+        ll = self._form_layout(self.llama_box)
+        self.llama_ngl_spin = _spin(
+            -1, 100000, tr("Layers on the GPU (-ngl); all = every layer, the rest run from CPU memory")
+        )
+        self.llama_ngl_spin.setSpecialValueText(tr("all"))
+        self.llama_ubatch_spin = _spin(1, 65536, tr("Physical batch (-ub): sizes the compute buffer"), 128)
+        self.llama_fa_check = QCheckBox(tr("flash attention (-fa)"))
+        self.llama_fa_check.setToolTip(tr("Smaller compute buffer; also allows a quantized V cache"))
+        ll.addRow(tr("GPU layers"), self.llama_ngl_spin)
+        ll.addRow(tr("Micro-batch"), self.llama_ubatch_spin)
+        ll.addRow(self.llama_fa_check)
+        il.addWidget(self.llama_box)
+        il.addStretch(1)
+
+        # ---- fine-tune tab
+        self.method_combo = _combo(METHODS, tr("Full fine-tuning or adapters (LoRA / QLoRA)"))
+        self.micro_batch_spin = _spin(1, 65536, tr("Sequences per forward/backward pass on each GPU"))
+        self.seq_len_spin = _spin(1, MAX_TOKENS, tr("Tokens per training sequence"), 256)
+        self.grad_accum_spin = _spin(1, 1_000_000, tr("Micro-batches per optimizer step (no extra memory)"))
+        self.optimizer_combo = _combo(OPTIMIZERS, tr("The optimizer: its states are often the largest part"))
+        self.precision_combo = _combo(PRECISIONS, tr("Training precision"))
+        self.checkpointing_check = QCheckBox(tr("gradient checkpointing"))
+        self.checkpointing_check.setToolTip(tr("Recompute activations in backward: keeps one tensor per layer"))
+        self.lora_rank_spin = _spin(1, 65536, tr("LoRA rank r: adapter size grows linearly with it"))
+        self.lora_targets_edit = QLineEdit()
+        self.lora_targets_edit.setToolTip(tr("all-linear, or a comma list of modules: q,k,v,o,gate,up,down"))
+        ft_page = QWidget()
+        fl2 = QFormLayout(ft_page)
+        self._tune(fl2)
+        fl2.setContentsMargins(4, 6, 4, 4)
+        fl2.addRow(tr("Me&thod"), self.method_combo)
+        fl2.addRow(tr("Micro-batch"), self.micro_batch_spin)
+        fl2.addRow(tr("Sequence length"), self.seq_len_spin)
+        fl2.addRow(tr("Grad. accumulation"), self.grad_accum_spin)
+        fl2.addRow(tr("O&ptimizer"), self.optimizer_combo)
+        fl2.addRow(tr("Precision"), self.precision_combo)
+        fl2.addRow(self.checkpointing_check)
+        fl2.addRow(tr("LoRA rank"), self.lora_rank_spin)
+        fl2.addRow(tr("LoRA targets"), self.lora_targets_edit)
+
+        self.tabs = QTabWidget()
+        self.tabs.addTab(inf_page, tr("Inference"))
+        self.tabs.addTab(ft_page, tr("Fine-tune"))
+        self.tabs.setAccessibleName(tr("Workload"))
+
+        # ---- hardware and parallelism
+        self.detected_label = QLabel("")
+        self.detected_label.setObjectName("caption")
+        self.detected_label.setWordWrap(True)
+        self.detected_label.setTextFormat(Qt.TextFormat.RichText)
+        self.gpu_combo = QComboBox()
+        self.gpu_combo.setToolTip(tr("The GPU to plan for: a detected one (free memory) or any from the catalog"))
+        self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.gpu_combo.setMinimumContentsLength(12)
+        self.gpu_combo.setMaxVisibleItems(24)
+        self._fill_gpus({})
+        self.gpu_count_spin = _spin(1, 4096, tr("Number of GPUs of this kind"))
+        self.tp_spin = _spin(1, 4096, tr("Tensor parallel: each layer split across this many GPUs"))
+        self.pp_spin = _spin(1, 4096, tr("Pipeline parallel: the layers split into this many stages"))
+        self.zero_combo = QComboBox()
+        for z, tip in (
+            (0, "no sharding"),
+            (1, "optimizer states sharded"),
+            (2, "optimizer states and gradients sharded"),
+            (3, "states, gradients and parameters sharded"),
+        ):
+            self.zero_combo.addItem(f"ZeRO-{z}" if z else tr("off"), z)
+            self.zero_combo.setItemData(self.zero_combo.count() - 1, tr(tip), Qt.ItemDataRole.ToolTipRole)
+        self.zero_combo.setToolTip(tr("DeepSpeed ZeRO stage (fine-tuning on several GPUs)"))
+        self.fsdp_check = QCheckBox(tr("FSDP (full sharding)"))
+        self.fsdp_check.setToolTip(tr("PyTorch FSDP: like ZeRO-3"))
+        self.offload_combo = _combo(OFFLOADS, tr("Move optimizer states or parameters to CPU memory"))
+        hw_box = QGroupBox(tr("Hardware"))
+        hl = self._form_layout(hw_box)
+        hl.addRow(self.detected_label)
+        hl.addRow(tr("&GPU"), self.gpu_combo)
+        hl.addRow(tr("GPU &count"), self.gpu_count_spin)
+        hl.addRow(tr("Tensor parallel"), self.tp_spin)
+        hl.addRow(tr("Pipeline parallel"), self.pp_spin)
+        hl.addRow(tr("ZeRO"), self.zero_combo)
+        hl.addRow(self.fsdp_check)
+        hl.addRow(tr("Offload"), self.offload_combo)
+
+        self.validation_label = QLabel("")
+        self.validation_label.setObjectName("validation")
+        self.validation_label.setWordWrap(True)
+        self.validation_label.setVisible(False)
+        self.validation_label.setAccessibleName(tr("Problem with the settings"))
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 10, 10, 10)
+        layout.setSpacing(8)
+        layout.addWidget(model_box)
+        layout.addWidget(self.tabs)
+        layout.addWidget(hw_box)
+        layout.addWidget(self.validation_label)
+        layout.addStretch(1)
+
+        for combo in (
+            self.model_combo,
+            self.weights_combo,
+            self.kv_combo,
+            self.attention_combo,
+            self.engine_combo,
+            self.method_combo,
+            self.optimizer_combo,
+            self.precision_combo,
+            self.gpu_combo,
+            self.zero_combo,
+            self.offload_combo,
+        ):
+            combo.currentIndexChanged.connect(self._on_changed)
+        for spin in (
+            self.batch_spin,
+            self.input_spin,
+            self.output_spin,
+            self.vllm_seqs_spin,
+            self.llama_ngl_spin,
+            self.llama_ubatch_spin,
+            self.micro_batch_spin,
+            self.seq_len_spin,
+            self.grad_accum_spin,
+            self.lora_rank_spin,
+            self.gpu_count_spin,
+            self.tp_spin,
+            self.pp_spin,
+        ):
+            spin.valueChanged.connect(self._on_changed)
+        self.vllm_util_spin.valueChanged.connect(self._on_changed)
+        for check in (
+            self.vllm_eager_check,
+            self.llama_fa_check,
+            self.checkpointing_check,
+            self.fsdp_check,
+        ):
+            check.toggled.connect(self._on_changed)
+        self.lora_targets_edit.textChanged.connect(self._on_changed)
+        self.tabs.currentChanged.connect(self._on_changed)
+        self._sync_visibility()
+
+    @staticmethod
+    def _tune(fl: QFormLayout) -> None:
+        fl.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        fl.setLabelAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        fl.setHorizontalSpacing(8)
+        fl.setVerticalSpacing(4)
+
+    def _form_layout(self, box: QGroupBox) -> QFormLayout:
+        fl = QFormLayout(box)
+        self._tune(fl)
+        fl.setContentsMargins(8, 6, 8, 6)
+        return fl
+
+    # ---------------------------------------------------------------- GPUs
+    def _fill_gpus(self, detected: dict[str, tuple[str, GpuSpec]]) -> None:
+        current = self.gpu_combo.currentData()
+        self.gpu_combo.blockSignals(True)
+        self.gpu_combo.clear()
+        self.gpu_combo.addItem(tr("No GPU"), None)
+        for key, (label, spec) in detected.items():
+            self.gpu_combo.addItem(label, key)
+            free = (spec.free_bytes or 0) / GIB
+            self.gpu_combo.setItemData(
+                self.gpu_combo.count() - 1,
+                tr("Detected on this machine; the verdict uses its free memory") + f" ({free:.2f} GiB)",
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        if detected:
+            self.gpu_combo.insertSeparator(self.gpu_combo.count())
+        for g in self._catalog.gpus():
+            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / GIB:.1f} GiB", g.name)
+        i = self.gpu_combo.findData(current)
+        self.gpu_combo.setCurrentIndex(max(0, i))
+        self.gpu_combo.blockSignals(False)
+
+    def set_detected(self, result: DetectionResult | None, specs: dict[str, GpuSpec]) -> None:
+        """Show what NVML found (or why nothing) and offer the detected GPUs at the top of the GPU list."""
+        entries: dict[str, tuple[str, GpuSpec]] = {}
+        if result is not None:
+            for g in result.gpus:
+                key = f"{DETECTED_PREFIX}{g.index}"
+                if key in specs:
+                    entries[key] = (f"{tr('This machine')}: GPU {g.index} {g.name}", specs[key])
+        self._fill_gpus(entries)
+        if result is None:
+            self.detected_label.setText(tr("Looking for NVIDIA GPUs…"))
+        elif not result.gpus:
+            self.detected_label.setText(
+                "<b>"
+                + tr("No NVIDIA GPU detected — choose the GPUs to plan for")
+                + "</b>"
+                + (f"<br>({result.reason})" if result.reason else "")
+            )
+        else:
+            lines = []
+            for g in result.gpus:
+                others = ", ".join(
+                    f"{p.name or 'pid ' + str(p.pid)} {((p.used_bytes or 0) / GIB):.1f} GiB" for p in g.processes[:3]
+                )
+                mig = " · MIG" if g.mig else ""
+                lines.append(
+                    f"<b>GPU {g.index}</b> {g.name}{mig}: {g.free / GIB:.1f} / {g.total / GIB:.1f} GiB "
+                    + tr("free")
+                    + (f"<br>&nbsp;&nbsp;{tr('other processes')}: {others}" if others else "")
+                )
+            self.detected_label.setText("<br>".join(lines))
+
+    # ---------------------------------------------------------------- values
+    def _on_changed(self, *_args: object) -> None:
+        if not self._loading:
+            self._sync_visibility()
+            self.changed.emit()
+
+    def _sync_visibility(self) -> None:
+        engine = self.engine_combo.currentData()
+        self.vllm_box.setVisible(engine == "vllm")
+        self.llama_box.setVisible(engine == "llamacpp")
+        finetune = self.tabs.currentIndex() == 1
+        for w in (self.zero_combo, self.fsdp_check, self.offload_combo):
+            w.setEnabled(finetune)
+        adapters = self.method_combo.currentData() in ("lora", "qlora")
+        self.lora_rank_spin.setEnabled(adapters)
+        self.lora_targets_edit.setEnabled(adapters)
+
+    @property
+    def mode(self) -> str:
+        return "finetune" if self.tabs.currentIndex() == 1 else "inference"
+
+    def values(self) -> FormValues:
+        ngl = self.llama_ngl_spin.value()
+        return FormValues(
+            model=str(self.model_combo.currentData()),
+            mode=self.mode,
+            engine=str(self.engine_combo.currentData()),
+            weights=str(self.weights_combo.currentData()),
+            attention=str(self.attention_combo.currentData()),
+            batch=self.batch_spin.value(),
+            input_len=self.input_spin.value() or None,
+            output_len=self.output_spin.value(),
+            kv_dtype=str(self.kv_combo.currentData()),
+            vllm_utilization=round(self.vllm_util_spin.value(), 4),
+            vllm_max_seqs=self.vllm_seqs_spin.value(),
+            vllm_enforce_eager=self.vllm_eager_check.isChecked(),
+            llama_gpu_layers=None if ngl < 0 else ngl,
+            llama_ubatch=self.llama_ubatch_spin.value(),
+            llama_flash_attn=self.llama_fa_check.isChecked(),
+            method=str(self.method_combo.currentData()),
+            micro_batch=self.micro_batch_spin.value(),
+            seq_len=self.seq_len_spin.value(),
+            grad_accum=self.grad_accum_spin.value(),
+            optimizer=str(self.optimizer_combo.currentData()),
+            precision=str(self.precision_combo.currentData()),
+            grad_checkpointing=self.checkpointing_check.isChecked(),
+            lora_rank=self.lora_rank_spin.value(),
+            lora_targets=self.lora_targets_edit.text().strip() or "all-linear",
+            tp=self.tp_spin.value(),
+            pp=self.pp_spin.value(),
+            zero=int(self.zero_combo.currentData()),
+            fsdp=self.fsdp_check.isChecked(),
+            offload=str(self.offload_combo.currentData()),
+            gpu=self.gpu_combo.currentData(),
+            gpu_count=self.gpu_count_spin.value(),
+        )
+
+    def set_values(self, form: FormValues) -> None:
+        self._loading = True
+        try:
+            select(self.model_combo, form.model)
+            select(self.weights_combo, form.weights)
+            select(self.attention_combo, form.attention)
+            select(self.engine_combo, form.engine)
+            select(self.kv_combo, form.kv_dtype)
+            self.batch_spin.setValue(form.batch)
+            self.input_spin.setValue(form.input_len or 0)
+            self.output_spin.setValue(form.output_len)
+            self.vllm_util_spin.setValue(form.vllm_utilization)
+            self.vllm_seqs_spin.setValue(form.vllm_max_seqs)
+            self.vllm_eager_check.setChecked(form.vllm_enforce_eager)
+            self.llama_ngl_spin.setValue(-1 if form.llama_gpu_layers is None else form.llama_gpu_layers)
+            self.llama_ubatch_spin.setValue(form.llama_ubatch)
+            self.llama_fa_check.setChecked(form.llama_flash_attn)
+            select(self.method_combo, form.method)
+            self.micro_batch_spin.setValue(form.micro_batch)
+            self.seq_len_spin.setValue(form.seq_len)
+            self.grad_accum_spin.setValue(form.grad_accum)
+            select(self.optimizer_combo, form.optimizer)
+            select(self.precision_combo, form.precision)
+            self.checkpointing_check.setChecked(form.grad_checkpointing)
+            self.lora_rank_spin.setValue(form.lora_rank)
+            self.lora_targets_edit.setText(form.lora_targets)
+            self.tp_spin.setValue(form.tp)
+            self.pp_spin.setValue(form.pp)
+            select(self.zero_combo, form.zero)
+            self.fsdp_check.setChecked(form.fsdp)
+            select(self.offload_combo, form.offload)
+            select(self.gpu_combo, form.gpu)
+            self.gpu_count_spin.setValue(form.gpu_count)
+            self.tabs.setCurrentIndex(1 if form.mode == "finetune" else 0)
+        finally:
+            self._loading = False
+        self._sync_visibility()
+
+    def set_problem(self, text: str | None) -> None:
+        """Inline validation: the problem in words under the form (None hides it)."""
+        self.validation_label.setVisible(bool(text))
+        self.validation_label.setText(f"⚠ {text}" if text else "")
