@@ -168,3 +168,38 @@ def test_installed_entry_point_version_and_estimate() -> None:
         [str(exe), "estimate", "Qwen/Qwen3-0.6B", "--json"], capture_output=True, text=True, check=True
     )
     assert json.loads(res.stdout)["params"]["total"] == 596_049_920
+
+
+def test_deepspeed_file_sets_the_plan_and_explicit_options_win(tmp_path: Path) -> None:
+    ds = tmp_path / "ds_z3.json"
+    ds.write_text(
+        json.dumps(
+            {
+                "bf16": {"enabled": True},
+                "train_micro_batch_size_per_gpu": 2,
+                "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}},
+            }
+        )
+    )
+    code, text = cli(
+        "estimate",
+        "meta-llama/Llama-3.1-8B",
+        "--deepspeed",
+        str(ds),
+        "--method",
+        "full",
+        "--gpus",
+        "4",
+        "--micro-batch",
+        "1",
+        "--json",
+    )
+    assert code == 0
+    work = json.loads(text)["scenario"]
+    assert work["parallelism"]["zero"] == 3 and work["parallelism"]["offload"] == "optimizer"
+    assert work["workload"]["precision"] == "amp-bf16" and work["workload"]["micro_batch"] == 1
+    assert json.loads(text)["host_bytes"] > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"zero_optimisation": {"stage": 3}}))
+    code, _ = cli("estimate", "meta-llama/Llama-3.1-8B", "--deepspeed", str(bad))
+    assert code == 2

@@ -20,6 +20,7 @@ from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
+from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
 
@@ -40,7 +41,8 @@ _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
 _PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "offload"}
 _ALL_KEYS = (
-    _INFERENCE_KEYS
+    {"deepspeed"}
+    | _INFERENCE_KEYS
     | _FINETUNE_KEYS
     | _VLLM_KEYS
     | _LLAMACPP_KEYS
@@ -85,6 +87,13 @@ def _fraction(text: str) -> float:
 
 def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["inference", "finetune"], default=None, help="[inference]")
+    p.add_argument(
+        "--deepspeed",
+        metavar="FILE",
+        default=None,
+        help="plan with the DeepSpeed JSON config the job will launch with (ZeRO stage, offload, precision, "
+        "micro-batch, optimizer); options given here win",
+    )
     p.add_argument("--method", choices=["full", "lora", "qlora"], default=None, help="fine-tuning method [lora]")
     p.add_argument(
         "--weights",
@@ -202,6 +211,11 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
 
 
 def scenario_from(model: str, opts: dict[str, Any]) -> Scenario:
+    opts = dict(opts)
+    ds_path = opts.pop("deepspeed", None)
+    if ds_path:
+        # the DeepSpeed file sets ZeRO, offload, precision, micro-batch...; options given explicitly still win
+        opts = {**read_deepspeed(Path(str(ds_path))).options, **opts}
     if model.endswith(".json") and Path(model).is_file() and is_scenario_file(Path(model)):
         base = load_scenario(Path(model)).model_dump(mode="json")
     else:
@@ -236,7 +250,16 @@ def estimate_and_speed(scenario: Scenario) -> tuple[Estimate, Performance | None
         return est, None
 
 
-_ERRORS = (CliError, ResolveError, EstimateError, ConfigError, FormatError, ScenarioFileError, OSError)
+_ERRORS = (
+    CliError,
+    ResolveError,
+    EstimateError,
+    ConfigError,
+    FormatError,
+    ScenarioFileError,
+    DeepSpeedConfigError,
+    OSError,
+)
 
 
 def _gib(n: int) -> str:
