@@ -266,3 +266,34 @@ def test_weight_pricing_equals_a_tensor_by_tensor_sum(weights: str) -> None:
         else:
             expected += fmt.tensor_bytes(name, t.role, t.shape, t.layer, facts.arch.n_layers)
     assert got == expected
+
+
+def test_structured_fit_and_headroom_override() -> None:
+    cat = default_catalog()
+    facts = cat.facts("meta-llama/Llama-3.1-70B")
+    s = Scenario.model_validate({"model": {"id": "meta-llama/Llama-3.1-70B"}, "workload": {"input_len": 1024}})
+    est = estimate(s, facts, cat.gpu("RTX 4090"))
+    assert est.fit is not None and est.fit.short_bytes == est.fit.required_bytes - est.fit.available_bytes > 0
+    assert est.fit.basis == "total" and est.per_gpu[0].fit == est.fit
+    small = cat.facts("Qwen/Qwen3-4B")
+    s4 = Scenario.model_validate({"model": {"id": "Qwen/Qwen3-4B"}, "workload": {"input_len": 1024}})
+    relaxed = estimate(s4, small, cat.gpu("RTX 4090"), headroom_fraction=0.0)
+    strict = estimate(s4, small, cat.gpu("RTX 4090"), headroom_fraction=0.7)
+    assert relaxed.fit is not None and relaxed.fit.verdict == "fits" and relaxed.fit.headroom_bytes == 0
+    assert strict.fit is not None and strict.fit.verdict == "tight"
+
+
+def test_per_gpu_components_when_split() -> None:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "hardware": {"gpu": "RTX 4090", "gpu_count": 2},
+            "workload": {"kind": "inference", "input_len": 2048, "output_len": 64},
+        }
+    )
+    est = estimate(s, default_catalog().facts("Qwen/Qwen3-8B"), default_catalog().gpu("RTX 4090"))
+    for share in est.per_gpu:
+        assert sum(c.bytes for c in share.components) == share.peak_allocated_bytes
+        assert share.fit is not None
+    # only the last GPU computes the logits
+    assert any(c.name == "decode step" for c in est.per_gpu[1].components) or est.per_gpu[1].components

@@ -182,10 +182,13 @@ def _params(facts: ModelFacts, parts: frozenset[str]) -> Params:
     )
 
 
-def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) -> Estimate:
+def estimate(
+    scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None, *, headroom_fraction: float | None = None
+) -> Estimate:
+    """One estimate. ``headroom_fraction`` overrides the verdict's safety margin (share of the GPU's memory)."""
     work = scenario.workload
     if not isinstance(work, InferenceWorkload):
-        return _estimate_training(scenario, work, facts, gpu)
+        return _estimate_training(scenario, work, facts, gpu, headroom_fraction)
     arch = facts.arch
     fmt, on_the_fly = resolve_format(scenario, arch)
     # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
@@ -247,9 +250,19 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     if run.per_gpu_phases:
         shares = []
         for i, (phases, slack) in enumerate(zip(run.per_gpu_phases, run.per_gpu_slack, strict=True)):
-            a = max(p.allocated_bytes for p in phases)
+            own = max(phases, key=lambda p: p.allocated_bytes)
+            a = own.allocated_bytes
             shares.append(
-                GpuShare(index=i, peak_allocated_bytes=a, peak_reserved_bytes=a + slack, device_bytes=a + slack + extra)
+                GpuShare(
+                    index=i,
+                    peak_allocated_bytes=a,
+                    peak_reserved_bytes=a + slack,
+                    device_bytes=a + slack + extra,
+                    components=own.components,
+                    fit=verdict(a + slack + extra, gpu, gpu_count, headroom_fraction=headroom_fraction)
+                    if gpu is not None
+                    else None,
+                )
             )
         per_gpu = tuple(shares)
     else:
@@ -262,10 +275,19 @@ def estimate(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None) 
     # the verdict is decided by the busiest GPU
     required = run.fit_required if run.fit_required is not None else max(g.device_bytes for g in per_gpu)
     fit = (
-        verdict(required, gpu, gpu_count, budget_bytes=run.fit_budget, budget_label=run.fit_budget_label)
+        verdict(
+            required,
+            gpu,
+            gpu_count,
+            budget_bytes=run.fit_budget,
+            budget_label=run.fit_budget_label,
+            headroom_fraction=headroom_fraction,
+        )
         if gpu is not None
         else None
     )
+    if fit is not None and not run.per_gpu_phases:
+        per_gpu = tuple(g.model_copy(update={"fit": fit}) for g in per_gpu)
     constants = dict(K.SOURCES)
     constants["reserved"] = run.reserved_explain
     return Estimate(
@@ -297,7 +319,13 @@ def weights_only(facts: ModelFacts, weights: str = "auto") -> int:
 __all__ = ["DTYPE_BYTES", "Component", "EstimateError", "ModelFacts", "estimate", "model_facts"]
 
 
-def _estimate_training(scenario: Scenario, work: FinetuneWorkload, facts: ModelFacts, gpu: GpuSpec | None) -> Estimate:
+def _estimate_training(
+    scenario: Scenario,
+    work: FinetuneWorkload,
+    facts: ModelFacts,
+    gpu: GpuSpec | None,
+    headroom_fraction: float | None = None,
+) -> Estimate:
     try:
         run = training_phases(facts, work, scenario.parallelism, scenario.hardware.gpu_count, scenario.weights)
     except (TrainingError, FormatError) as err:
@@ -340,7 +368,9 @@ def _estimate_training(scenario: Scenario, work: FinetuneWorkload, facts: ModelF
         GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
         for i in range(run.gpus)
     )
-    fit = verdict(device, gpu, run.gpus) if gpu is not None else None
+    fit = verdict(device, gpu, run.gpus, headroom_fraction=headroom_fraction) if gpu is not None else None
+    if fit is not None:
+        per_gpu = tuple(g.model_copy(update={"fit": fit}) for g in per_gpu)
     c = facts.counts
     params = Params(
         total=c.text,

@@ -12,7 +12,13 @@ def headroom(memory_bytes: int) -> int:
 
 
 def verdict(
-    required_bytes: int, gpu: GpuSpec, gpu_count: int = 1, *, budget_bytes: int | None = None, budget_label: str = ""
+    required_bytes: int,
+    gpu: GpuSpec,
+    gpu_count: int = 1,
+    *,
+    budget_bytes: int | None = None,
+    budget_label: str = "",
+    headroom_fraction: float | None = None,
 ) -> Fit:
     """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it).
 
@@ -21,7 +27,9 @@ def verdict(
     """
     available = gpu.memory_bytes if gpu.free_bytes is None else min(gpu.memory_bytes, gpu.free_bytes)
     where = "free" if gpu.free_bytes is not None else "total"
-    room = headroom(gpu.memory_bytes)
+    room = (
+        headroom(gpu.memory_bytes) if headroom_fraction is None else max(0, int(gpu.memory_bytes * headroom_fraction))
+    )
     if budget_bytes is not None and budget_bytes < available:
         available, where = budget_bytes, budget_label or "budget"
         room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
@@ -54,4 +62,7 @@ def verdict(
         verdict=v,
         margin_fraction=round(margin, 4),
         message=msg,
+        available_bytes=available,
+        basis=where,
+        short_bytes=max(0, required_bytes - available),
     )

@@ -48,13 +48,6 @@ class Params(_Frozen):
     notes: tuple[str, ...] = ()
 
 
-class GpuShare(_Frozen):
-    index: int
-    peak_allocated_bytes: int
-    peak_reserved_bytes: int
-    device_bytes: int
-
-
 class Fit(_Frozen):
     gpu: str
     gpu_count: int
@@ -68,6 +61,22 @@ class Fit(_Frozen):
     #: (available - required) / available
     margin_fraction: float
     message: str
+    #: what the verdict compared against, and which figure that was ("total", "free" or the engine's budget)
+    available_bytes: int = 0
+    basis: str = "total"
+    #: how much is missing (0 when it fits)
+    short_bytes: int = 0
+
+
+class GpuShare(_Frozen):
+    index: int
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    device_bytes: int
+    #: this GPU's components at its own peak, when the model is split unevenly
+    components: tuple[Component, ...] = ()
+    #: this GPU's verdict (the engine's budget included)
+    fit: Fit | None = None
 
 
 class EngineInfo(_Frozen):
