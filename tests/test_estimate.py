@@ -298,3 +298,25 @@ def test_per_gpu_components_when_split() -> None:
     # GPU 0 holds the embedding, the last GPU the lm_head: their weights differ by the split, not by zero
     w0, w1 = (next(c.bytes for c in g.components if c.name == "weights") for g in est.per_gpu)
     assert w0 > 0 and w1 > 0 and w0 + w1 == 8_190_735_360 * 2
+
+
+def test_llamacpp_layer_split_over_two_gpus() -> None:
+    one = run(
+        "meta-llama/Llama-3.1-70B", "RTX 4090", weights="q4_k_m", engine="llamacpp", input_len=4096, output_len=512
+    )
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-70B"},
+            "weights": "q4_k_m",
+            "hardware": {"gpu": "RTX 4090", "gpu_count": 2},
+            "workload": {"engine": "llamacpp", "input_len": 4096, "output_len": 512},
+        }
+    )
+    two = estimate(s, cat.facts("meta-llama/Llama-3.1-70B"), cat.gpu("RTX 4090"))
+    assert len(two.per_gpu) == 2
+    weights = [next(c.bytes for c in g.components if c.name == "weights") for g in two.per_gpu]
+    kvs = [next(c.bytes for c in g.components if c.name == "KV cache") for g in two.per_gpu]
+    assert sum(weights) == comp(one, "weights") and sum(kvs) == comp(one, "KV cache")
+    assert two.fit is not None and two.fit.required_bytes == max(g.device_bytes for g in two.per_gpu)
+    assert max(g.device_bytes for g in two.per_gpu) < one.device_bytes

@@ -638,6 +638,43 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         explain="CUDA context and cuBLAS handle of a ggml-cuda process",
     )
     phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
+    per_gpu_phases: list[list[Phase]] = []
+    n_split = min(max(1, ctx.gpu_count), max(1, gpu_layers))
+    if n_split > 1:
+        # --split-mode layer (the default): the offloaded layers are divided between the GPUs in order, the
+        # output layer and the logits buffer go with the last one; every GPU has its own compute buffer
+        offloaded = sorted(on_gpu)
+        for g, part in enumerate(split_layers(len(offloaded), n_split)):
+            idx = {offloaded[i] for i in part}
+            last = g == n_split - 1
+            w_g = sum(b_ for i, b_ in w.per_layer.items() if i in idx)
+            if last and output_on_gpu:
+                w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
+            specs = tuple(layer for layer in arch.layers if layer.index in idx)
+            p_g = plan_kv(
+                arch,
+                "llamacpp",
+                tokens=seq_len,
+                seqs=b,
+                kv_bits=ctx.kv_bits,
+                compute_bytes=4,
+                n_ubatch=opts.n_ubatch,
+                swa_full=opts.swa_full,
+                layers=specs,
+            )
+            c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
+            where = f"GPU {g}: layers {min(idx)}-{max(idx)}" + (" + output layer" if last and output_on_gpu else "")
+            g_comps = [
+                weights.model_copy(update={"bytes": w_g, "explain": f"{ctx.weights_label}; {where}"}),
+                kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": f"{p_g.explain}; {where}"}),
+            ]
+            if p_g.state_bytes:
+                g_comps.append(comps[2].model_copy(update={"bytes": p_g.state_bytes}))
+            g_comps.append(comps[-1].model_copy(update={"bytes": c_g}))
+            per_gpu_phases.append(
+                [Phase(name="load", components=(g_comps[0],)), Phase(name="generate", components=tuple(g_comps))]
+            )
+        phases = per_gpu_phases[0]
     info = EngineInfo(
         engine="llamacpp",
         kv_bytes_per_token=plan_all.bytes_per_token_growing,
@@ -655,5 +692,8 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         reserved_explain="ggml allocates fixed buffers: reserved = allocated",
         host_bytes=host,
         info=info,
+        gpu_count=max(1, n_split),
+        per_gpu_phases=per_gpu_phases,
+        per_gpu_slack=[0] * len(per_gpu_phases),
         warnings=warnings,
     )
