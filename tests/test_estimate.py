@@ -320,3 +320,26 @@ def test_llamacpp_layer_split_over_two_gpus() -> None:
     assert sum(weights) == comp(one, "weights") and sum(kvs) == comp(one, "KV cache")
     assert two.fit is not None and two.fit.required_bytes == max(g.device_bytes for g in two.per_gpu)
     assert max(g.device_bytes for g in two.per_gpu) < one.device_bytes
+
+
+def test_vllm_tensor_and_pipeline_parallel_shard_weights_and_kv() -> None:
+    cat = default_catalog()
+    facts = cat.facts("meta-llama/Llama-3.1-70B")
+
+    def v(tp: int, pp: int) -> Estimate:
+        s = Scenario.model_validate(
+            {
+                "model": {"id": "meta-llama/Llama-3.1-70B"},
+                "hardware": {"gpu": "H100 SXM", "gpu_count": tp * pp},
+                "parallelism": {"tp": tp, "pp": pp},
+                "workload": {"engine": "vllm", "input_len": 8192, "output_len": 512},
+            }
+        )
+        return estimate(s, facts, cat.gpu("H100 SXM"))
+
+    tp4, pp4, tp2pp2 = v(4, 1), v(1, 4), v(2, 2)
+    for e in (tp4, pp4, tp2pp2):
+        assert comp(e, "weights") == pytest.approx(70_553_706_496 * 2 / 4, rel=1e-6)
+        assert len(e.per_gpu) == 4
+    assert tp4.engine.kv_bytes_per_token == pytest.approx(80 * 8 * 128 * 2 * 2 / 4)
+    assert pp4.engine.kv_bytes_per_token == tp4.engine.kv_bytes_per_token

@@ -231,6 +231,7 @@ def estimate(
         gpu=gpu,
         gpu_count=gpu_count,
         tp=scenario.parallelism.tp,
+        pp=scenario.parallelism.pp,
         weight_kind=stored_kind,
         weight_bits=fmt.bits,
     )

@@ -34,6 +34,7 @@ class Context:
     gpu_count: int
     tp: int
     weight_kind: str
+    pp: int = 1
     weight_bits: int | None = None
 
 
@@ -409,12 +410,16 @@ def vllm_run(ctx: Context) -> EngineRun:
     opts = work.vllm
     c = ctx.compute_bytes
     tp = max(1, ctx.tp)
+    pp = max(1, ctx.pp)
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
     seq_len = s_in + s_out
     batched = opts.max_num_batched_tokens or max(8192, 0)
     warnings: list[str] = []
-    w_share = 1.0 / tp
-    weights = _weights_component(ctx, w_share, "" if tp == 1 else f"tensor parallel {tp}: one shard")
+    # tensor parallel shards every layer; pipeline parallel gives each stage 1/pp of the layers
+    w_share = 1.0 / (tp * pp)
+    weights = _weights_component(
+        ctx, w_share, "" if tp * pp == 1 else f"tensor parallel {tp} x pipeline parallel {pp}: one GPU's shard"
+    )
     # profile run: one forward of max_num_batched_tokens tokens (split over sequences) + the sampler for
     # max_num_seqs sequences; activations are sharded by TP for the MLP/attention widths
     layer_b, layer_text = _max_layer_transient(arch, batched, 1, min(batched, seq_len), c, "flash")
@@ -458,6 +463,7 @@ def vllm_run(ctx: Context) -> EngineRun:
     kv_div = tp if all(layer.n_kv_heads >= tp or layer.attention == AttentionKind.MLA for layer in arch.layers) else 1
     if arch.layers and arch.layers[0].attention == AttentionKind.MLA:
         kv_div = 1  # the MLA latent is replicated on every TP rank
+    kv_div *= pp
     need_kv = (plan.kv_bytes + plan.state_bytes) // kv_div
     non_torch = K.VLLM_NON_TORCH + (K.VLLM_NON_TORCH_TP_EXTRA if tp > 1 else 0)
     non_torch_c = Component(
@@ -524,7 +530,7 @@ def vllm_run(ctx: Context) -> EngineRun:
         host_bytes=0,
         info=info,
         warnings=warnings,
-        gpu_count=tp,
+        gpu_count=tp * pp,
         fit_required=fixed + need_kv,
         fit_budget=info_kwargs.get("pool_bytes"),
         fit_budget_label=f"within gpu_memory_utilization {opts.gpu_memory_utilization}",
