@@ -264,10 +264,6 @@ def _training_scenario(row: dict[str, Any], facts: ModelFacts, gpu: GpuSpec) -> 
         why.append("torch.compile changes activation memory")
     if t.get("optimizer_in_backward"):
         why.append("optimizer-in-backward is not modelled")
-    if t.get("activation_offloading"):
-        why.append("activation offloading is not modelled")
-    if "chunked" in str(t.get("loss", "")).lower():
-        why.append("chunked cross-entropy is not modelled")
     if t.get("packed") is False:
         why.append("unpacked batches of unknown length")
     if not t.get("seq_len"):
@@ -333,6 +329,9 @@ def _training_scenario(row: dict[str, Any], facts: ModelFacts, gpu: GpuSpec) -> 
         "grad_checkpointing": bool(t.get("gradient_checkpointing")),
         "lora_rank": int(t.get("lora_rank") or 16),
         "lora_targets": targets,
+        "lora_dropout": float(t.get("lora_dropout") or 0.0) if method != "full" else 0.0,
+        "chunked_loss": "chunked" in str(t.get("loss", "")).lower(),
+        "activation_offload": bool(t.get("activation_offloading")),
     }
     return Scenario.model_validate(
         {"model": {"id": facts.model_id}, "weights": base, "workload": work, "hardware": {"gpu": gpu.name}}

@@ -89,6 +89,14 @@ class FinetuneWorkload(_Frozen):
     attention: Attention = "sdpa"
     lora_rank: int = Field(default=16, ge=1, le=65536)
     lora_targets: tuple[str, ...] = ("all-linear",)
+    #: LoRA dropout probability (> 0 keeps a 1-byte mask per adapted input)
+    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    #: DoRA (weight-decomposed LoRA): magnitude vectors and per-layer weight norms
+    dora: bool = False
+    #: chunked cross-entropy (torchtune's CEWithChunkedOutputLoss, Liger-style): the fp32 loss head per chunk
+    chunked_loss: bool = False
+    #: activations moved to CPU memory during the forward (torchtune / DeepSpeed activation offloading)
+    activation_offload: bool = False
 
 
 Workload = Annotated[InferenceWorkload | FinetuneWorkload, Field(discriminator="kind")]

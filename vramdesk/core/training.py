@@ -167,17 +167,43 @@ class Activations:
     total: int
     per_layer_max: int
     explain: str
+    #: bytes moved to CPU memory (activation offloading)
+    host: int = 0
+
+
+def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, float]:
+    """Per layer, extra saved bytes per token from LoRA dropout masks and DoRA's rescaled outputs."""
+    extra: dict[int, float] = {}
+    for t in adapted:
+        if t.layer is None:
+            continue
+        out_f, in_f = t.shape[-2], t.shape[-1]
+        add = 0.0
+        if work.lora_dropout > 0:
+            add += in_f  # a 1-byte mask per adapted input element (the dropped copy replaces the fp32 copy)
+        if work.dora:
+            add += 4 * out_f  # DoRA keeps the base output and the magnitude-scaled result for backward
+        extra[t.layer] = extra.get(t.layer, 0.0) + add
+    return extra
 
 
 def activations(
-    arch: Architecture, work: FinetuneWorkload, prec: Precision, lora: bool, linear_params: int
+    arch: Architecture,
+    work: FinetuneWorkload,
+    prec: Precision,
+    lora: bool,
+    linear_params: int,
+    adapted: list[Tensor] | None = None,
 ) -> Activations:
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
     text = ""
+    extras = _adapter_extras(work, adapted or [])
+    host = 0.0
     for layer in arch.layers:
         per_tok, text = _layer_bytes_per_token(arch, layer, lora)
+        per_tok += extras.get(layer.index, 0.0)
         layer_b = per_tok * tokens * prec.activ_scale
         if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
             kept = min(s, layer.window or s)
@@ -195,11 +221,25 @@ def activations(
     else:
         total = sum(per_layer) + outside + amp_copies
         how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
+    if work.activation_offload:
+        # saved activations stream to CPU memory as the forward goes; the GPU holds the layer being computed
+        # and the one in transfer, plus what is recomputed in backward
+        host = total
+        total = 2 * max(per_layer) + outside + amp_copies
+        how += f"; activation offloading: {host / GIB:.2f} GiB moved to CPU memory, two layers stay on the GPU"
+    if extras:
+        how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
+        how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""
     if work.attention == "eager":
         how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
-    return Activations(total=round(total), per_layer_max=round(max(per_layer)), explain=how)
+    return Activations(
+        total=round(total),
+        per_layer_max=round(max(per_layer)),
+        explain=how,
+        host=round(host) if work.activation_offload else 0,
+    )
 
 
 # ------------------------------------------------------------------------------------------ optimizer
@@ -283,9 +323,13 @@ def training_phases(
     linear = sum(t.numel for t in text_tensors if t.role in _LINEAR_ROLES and len(t.shape) >= 2)
     largest = max(t.numel for t in text_tensors)
 
+    chosen: list[Tensor] = []
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
         trainable = lora_parameters(chosen, work.lora_rank)
+        if work.dora:
+            # DoRA adds one trainable magnitude per output feature of every adapted matrix
+            trainable += sum((t.shape[0] if len(t.shape) == 3 else 1) * t.shape[-2] for t in chosen)
         base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" else "bf16")
         if base_weights != "auto":
             base_fmt = base_weights
@@ -323,10 +367,22 @@ def training_phases(
         act_lin = linear
 
     states, temp, s_text, t_text = optimizer_bytes(work.optimizer, opt_trainable, state_b, opt_largest, matrices)
-    acts = activations(arch, work, prec, lora, act_lin)
+    acts = activations(arch, work, prec, lora, act_lin, chosen)
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
+    loss_text = (
+        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
+        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
+    )
+    if work.chunked_loss:
+        # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
+        loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
+        loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
+        loss_text = (
+            f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
+            "log-softmax and gradients of one chunk in 8"
+        )
 
     # --- sharding and offload (per GPU)
     n = max(1, gpu_count)
@@ -335,7 +391,7 @@ def training_phases(
     w_div = tp * pp * (dp if (par.zero == 3 or par.fsdp) else 1)
     g_div = tp * pp * (dp if (par.zero >= 2 or par.fsdp) else 1)
     s_div = tp * pp * (dp if (par.zero >= 1 or par.fsdp) else 1)
-    host = 0.0
+    host = float(acts.host)
     notes = []
     if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
         # DeepSpeed's mixed precision (fp16 and bf16 alike): 16-bit working parameters and gradients, an fp32
@@ -403,8 +459,7 @@ def training_phases(
         "loss head",
         loss_gpu,
         "logits",
-        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
-        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)",
+        loss_text,
     )
     c_logits = comp(
         "logits and loss",
@@ -443,8 +498,19 @@ def training_phases(
                 "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
             )
         )
+    forward_extra: list[Component] = []
+    if lora and work.dora:
+        biggest = max((t.shape[-2] * t.shape[-1] for t in chosen), default=0)
+        forward_extra.append(
+            comp(
+                "DoRA weight norm",
+                4 * biggest,
+                "activations",
+                "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
+            )
+        )
     phases = [
-        Phase(name="forward", components=(c_weights, c_states, c_acts, c_logits, *extra)),
+        Phase(name="forward", components=(c_weights, c_states, c_acts, c_logits, *extra, *forward_extra)),
         Phase(name="loss + start of backward", components=(c_weights, c_states, c_acts, c_loss, *extra)),
         Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *extra)),
         Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),
