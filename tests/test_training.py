@@ -108,7 +108,11 @@ def test_qlora_base_is_four_bit_and_adapters_fp32() -> None:
     lora = train(LLAMA, method="lora")
     wq = next(c.bytes for c in q.components if c.name == "weights")
     wl = next(c.bytes for c in lora.components if c.name == "weights")
-    assert wq < 0.4 * wl
+    # 4-bit linear layers + embeddings / lm_head / norms cast to fp32 by prepare_model_for_kbit_training
+    linear = 8_030_261_248 - 2 * 128256 * 4096 - 65 * 4096
+    assert wq == pytest.approx(linear * 4.127 / 8 + (8_030_261_248 - linear) * 4 + 4 * q.params.trainable, rel=0.01)
+    assert wq < 0.5 * wl
+    assert any("prepare_model_for_kbit_training" in c.explain for c in q.components)
     with pytest.raises(EstimateError, match="QLoRA"):
         train(LLAMA, method="qlora", precision="fp32")
 

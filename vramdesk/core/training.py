@@ -339,12 +339,19 @@ def training_phases(
             raise TrainingError(str(err)) from err
         base = facts.weights(fmt, frozenset({"text"}))
         base_bytes = base.total
+        kbit_note = ""
+        if fmt.kind in ("bnb4", "int8", "gptq", "awq"):
+            # peft's prepare_model_for_kbit_training (the usual QLoRA recipe) casts every parameter that is not
+            # quantised (embeddings, lm_head, norms, biases) from 16 to 32 bits
+            unquantised = base.params - base.quantized_params
+            base_bytes += 2 * unquantised
+            kbit_note = f"; {unquantised:,} unquantised parameters cast to fp32 by prepare_model_for_kbit_training"
         adapter_bytes = trainable * 4  # peft keeps adapters in fp32 (autocast_adapter_dtype)
         grads = trainable * 4
         state_b = 4
         w_explain = (
             f"frozen base {all_params:,} params in {fmt.label} + {trainable:,} LoRA parameters "
-            f"(rank {work.lora_rank}, {len(chosen)} target matrices) in fp32"
+            f"(rank {work.lora_rank}, {len(chosen)} target matrices) in fp32{kbit_note}"
         )
         matrices: list[tuple[int, ...]] = []
         for t in chosen:
