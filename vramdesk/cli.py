@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve_parser(sub)
     gpus = sub.add_parser("gpus", help="GPUs seen through NVML (an empty list and the reason when none)")
     gpus.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_compare_export_parsers(sub)
     return parser
 
 
@@ -493,6 +494,139 @@ def _set_field(scenario: Scenario, field: str, value: int) -> Scenario:
     return Scenario.model_validate(data)
 
 
+# ---------------------------------------------------------------------------------------------- compare, export
+
+#: formats `vramdesk export` writes without Qt; the others are rendered by vramdesk.ui.export in a child process
+_TEXT_EXPORTS = ("csv", "md", "json")
+_EXPORT_FORMATS = ("png", "svg", "pdf", "csv", "md", "html", "json")
+
+
+def _add_compare_export_parsers(sub: Any) -> None:
+    cmp = sub.add_parser("compare", help="side-by-side comparison of saved scenario files")
+    cmp.add_argument("files", nargs="+", metavar="SCENARIO.json", help="two or more scenario files")
+    cmp.add_argument("--format", choices=["md", "csv", "json"], default="md", help="[md]")
+    cmp.add_argument("-o", "--output", metavar="OUT", default=None, help="write to a file instead of stdout")
+    exp = sub.add_parser("export", help="write one scenario's chart, report or breakdown to a file")
+    exp.add_argument("scenario", metavar="SCENARIO.json")
+    exp.add_argument("--format", required=True, choices=_EXPORT_FORMATS)
+    exp.add_argument("-o", "--output", required=True, metavar="OUT")
+
+
+def _read_scenario_file(path: Path) -> Scenario:
+    """A scenario file of any supported schema; one from a newer vramdesk is read as far as it can be."""
+    from vramdesk.storage.library import read_entry
+
+    entry = read_entry(path)
+    if entry.note:
+        print(f"vramdesk: note: {path}: {entry.note}", file=sys.stderr)
+    return entry.scenario
+
+
+def _write_or_print(text: str, output: str | None, out: TextIO) -> None:
+    if output:
+        from vramdesk.fsutil import atomic_write_text
+
+        atomic_write_text(Path(output), text)
+    else:
+        out.write(text)
+
+
+def _compare(ns: argparse.Namespace, out: TextIO) -> int:
+    """`vramdesk compare A.json B.json ...`: inputs, components, totals and verdicts side by side."""
+    from vramdesk.report.tables import (
+        CompareItem,
+        build_comparison,
+        comparison_csv,
+        comparison_json,
+        comparison_markdown,
+        json_text,
+    )
+
+    if len(ns.files) < 2:
+        print("vramdesk: error: compare needs at least two scenario files", file=sys.stderr)
+        return 2
+    items: list[CompareItem] = []
+    labels: dict[str, int] = {}
+    try:
+        for f in ns.files:
+            scenario = _read_scenario_file(Path(f))
+            label = scenario.name or Path(f).name.removesuffix(".json").removesuffix(".vramdesk")
+            labels[label] = labels.get(label, 0) + 1
+            if labels[label] > 1:
+                label = f"{label} ({labels[label]})"
+            try:
+                est, perf = estimate_and_speed(scenario)
+                items.append(CompareItem(label, scenario, est, perf))
+            except _ERRORS as err:
+                items.append(CompareItem(label, scenario, error=str(err)))
+        cmp = build_comparison(items)
+        if ns.format == "json":
+            text = json_text(comparison_json(cmp))
+        elif ns.format == "csv":
+            text = comparison_csv(cmp)
+        else:
+            text = comparison_markdown(cmp)
+        _write_or_print(text, ns.output, out)
+    except _ERRORS as err:
+        print(f"vramdesk: error: {err}", file=sys.stderr)
+        return 2
+    failed = [i for i in items if i.error]
+    for i in failed:
+        print(f"vramdesk: error: {i.label}: {i.error}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _render_in_child(scenario_path: Path, fmt: str, output: Path) -> None:
+    """png / svg / pdf / html need Qt: vramdesk.ui.export renders them in a child process, so that this
+    process (the command line) never imports Qt."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    cmd = [sys.executable, "-m", "vramdesk.ui.export", str(scenario_path), "--format", fmt, "-o", str(output)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        reason = lines[-1].removeprefix("vramdesk: error: ") if lines else f"exit status {proc.returncode}"
+        raise CliError(f"cannot render {fmt}: {reason}")
+    if not output.is_file():
+        raise CliError(f"cannot render {fmt}: {output} was not written")
+
+
+def _export(ns: argparse.Namespace) -> int:
+    """`vramdesk export SCENARIO.json --format F -o OUT`."""
+    from vramdesk.fsutil import atomic_write_text
+    from vramdesk.report.tables import ReportData, breakdown_csv, json_text, report_html, report_json, report_markdown
+
+    src, output = Path(ns.scenario), Path(ns.output)
+    try:
+        scenario = _read_scenario_file(src)
+        est, perf = estimate_and_speed(scenario)  # errors show here, before any rendering
+        if output.is_dir():
+            raise CliError(f"{output}: is a folder")
+        if not output.parent.is_dir():
+            raise CliError(f"{output}: the folder {output.parent} does not exist")
+        if ns.format == "csv":
+            atomic_write_text(output, breakdown_csv(est))
+        elif ns.format == "md":
+            atomic_write_text(output, report_markdown(ReportData(est, scenario, perf)))
+        elif ns.format == "json":
+            atomic_write_text(output, json_text(report_json(est, scenario, perf)))
+        else:
+            try:
+                _render_in_child(src, ns.format, output)
+            except CliError:
+                if ns.format != "html":
+                    raise
+                # no Qt here: the same report without the chart
+                atomic_write_text(output, report_html(ReportData(est, scenario, perf)))
+    except _ERRORS as err:
+        print(f"vramdesk: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
@@ -506,6 +640,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return _search(ns, out)
     if ns.command == "solve":
         return _solve(ns, out)
+    if ns.command == "compare":
+        return _compare(ns, out)
+    if ns.command == "export":
+        return _export(ns)
     try:
         if ns.jsonl:
             if ns.model:

@@ -27,6 +27,12 @@ def has_display() -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["-m", "vramdesk.ui.export"]:
+        # `vramdesk export` renders charts in a child process so the CLI never imports Qt; a frozen build has
+        # no `python -m`, so the bundle's own executable answers that form of the command line
+        from vramdesk.ui.export import main as export_main
+
+        return export_main(args[2:])
     if wants_gui(args) and not any(a in ("-h", "--help", "--version") for a in args[:1]):
         headless_ok = any(a.startswith(_GUI_FLAGS) for a in args)
         if not headless_ok and not has_display():

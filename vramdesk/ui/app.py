@@ -235,7 +235,8 @@ def open_window(scenario_path: Path | None) -> MainWindow:
         except (ScenarioFileError, OSError) as err:
             notice = f"could not open the scenario file: {err}; showing the default scenario instead"
             _err(notice)
-    window = MainWindow(scenario, notice=notice)
+    # the interactive window autosaves the current work and offers it back after a crash
+    window = MainWindow(scenario, notice=notice, autosave=True)
     if notice and not _offscreen():
         QTimer.singleShot(0, lambda: QMessageBox.warning(window, "vramdesk", notice))
     return window
@@ -407,6 +408,8 @@ def run(argv: list[str]) -> int:
     try:
         window = open_window(opts.scenario)
         window.show()
+        if opts.scenario is None:
+            QTimer.singleShot(0, lambda: window.offer_restore(ask=not _offscreen()))
         return int(app.exec())
     finally:
         sys.excepthook = previous_hook

@@ -12,6 +12,7 @@ import html
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QHeaderView,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -44,6 +46,14 @@ from vramdesk.services.catalog import Catalog, default_catalog
 from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.services.search import HubAnswer, SearchResult, hub_results, local_results
+from vramdesk.storage.library import (
+    LibraryError,
+    ScenarioLibrary,
+    clear_autosave,
+    read_autosave,
+    read_entry,
+    write_autosave,
+)
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario, save_scenario
 
 from . import theme
@@ -74,6 +84,19 @@ ROW_HEIGHT = 22
 RECENT_KEY = "ui/recent_models"
 MAX_RECENT = 10
 MODEL_FILE_SUFFIXES = (".gguf", ".json")
+#: milliseconds of quiet before the current work is autosaved
+AUTOSAVE_DELAY_MS = 1500
+#: Export menu: (format, menu text, file filter, default suffix)
+EXPORTS = (
+    ("png", "Chart as PNG (high-DPI)…", "PNG images (*.png)", ".png"),
+    ("svg", "Chart as SVG…", "SVG images (*.svg)", ".svg"),
+    ("chart-pdf", "Charts as PDF (vector)…", "PDF files (*.pdf)", ".pdf"),
+    ("pdf", "Report as PDF…", "PDF files (*.pdf)", ".pdf"),
+    ("html", "Report as HTML…", "HTML files (*.html)", ".html"),
+    ("md", "Report as Markdown…", "Markdown files (*.md)", ".md"),
+    ("csv", "Breakdown as CSV…", "CSV files (*.csv)", ".csv"),
+    ("json", "Breakdown as JSON…", "JSON files (*.json)", ".json"),
+)
 
 Resolver = Callable[[str], ModelFacts]
 Detector = Callable[[], DetectionResult]
@@ -109,8 +132,19 @@ class MainWindow(QMainWindow):
         local_search: LocalSearch = _default_local,
         hub_search: HubSearch | None = _default_hub,
         detect: Detector | None = detect_gpus,
+        library: ScenarioLibrary | None = None,
+        autosave: bool = False,
     ) -> None:
         super().__init__()
+        self._library = library
+        #: the library entry the form was opened from (Save writes back to it), or None
+        self.library_entry_id: str | None = None
+        self.library_window: Any = None
+        self._autosave = autosave
+        self._autosave_timer = QTimer(self)
+        self._autosave_timer.setSingleShot(True)
+        self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
+        self._autosave_timer.timeout.connect(self.autosave_now)
         self._catalog = catalog or default_catalog()
         self._scenario: Scenario = scenario or DEFAULT_SCENARIO
         self._notice = notice
@@ -173,6 +207,7 @@ class MainWindow(QMainWindow):
         self.detect_runner.finished.connect(self._on_detected)
         self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
 
+        self.estimated.connect(self._after_estimate)
         self.resize(*WINDOW_SIZE)
         self.form.set_detected(None, {})
         self.set_scenario(self._scenario)
@@ -319,13 +354,37 @@ class MainWindow(QMainWindow):
         menu = self.menuBar()
         file_menu = menu.addMenu(tr("&File"))
         self.action_open = self._action(tr("&Open scenario…"), QKeySequence.StandardKey.Open, self.open_scenario_dialog)
-        self.action_save = self._action(tr("&Save scenario…"), QKeySequence.StandardKey.Save, self.save_scenario_dialog)
+        self.action_save = self._action(tr("&Save"), QKeySequence.StandardKey.Save, self.save_to_library)
+        self.action_save_as = self._action(
+            tr("Save &as…"), QKeySequence.StandardKey.SaveAs, lambda: self.save_to_library(as_new=True)
+        )
+        self.action_export_scenario = self._action(
+            tr("Save scenario &file…"), QKeySequence(), self.save_scenario_dialog
+        )
+        self.action_library = self._action(tr("&Library…"), QKeySequence("Ctrl+L"), self.open_library)
+        self.action_compare = self._action(tr("&Compare…"), QKeySequence("Ctrl+K"), self.open_compare)
         file_menu.addAction(self.action_open)
         file_menu.addAction(self.action_save)
+        file_menu.addAction(self.action_save_as)
+        file_menu.addAction(self.action_export_scenario)
+        file_menu.addSeparator()
+        file_menu.addAction(self.action_library)
+        file_menu.addAction(self.action_compare)
+        self.export_menu = file_menu.addMenu(tr("&Export"))
+        self.export_actions: dict[str, QAction] = {}
+        for fmt, text, _filter, _suffix in EXPORTS:
+            act = self._action(tr(text), QKeySequence(), partial(self.export_dialog, fmt))
+            self.export_menu.addAction(act)
+            self.export_actions[fmt] = act
         self.recent_menu = file_menu.addMenu(tr("&Recent models"))
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addSeparator()
         file_menu.addAction(self._action(tr("&Quit"), QKeySequence.StandardKey.Quit, self.close))
+        edit = menu.addMenu(tr("&Edit"))
+        self.action_copy_image = self._action(tr("Copy chart image"), QKeySequence("Ctrl+Shift+C"), self.copy_chart)
+        edit.addAction(self.action_copy_image)
+        edit.addAction(self._action(tr("Copy table as Markdown"), QKeySequence(), lambda: self.copy_table("md")))
+        edit.addAction(self._action(tr("Copy table as TSV"), QKeySequence(), lambda: self.copy_table("tsv")))
         view = menu.addMenu(tr("&View"))
         view.addAction(self._action(tr("Find a model"), QKeySequence.StandardKey.Find, self.focus_search))
         view.addAction(self._action(tr("Inference"), QKeySequence("Ctrl+1"), lambda: self.tabs.setCurrentIndex(0)))
@@ -619,11 +678,155 @@ class MainWindow(QMainWindow):
             self.open_scenario(Path(path))
 
     def open_scenario(self, path: Path) -> bool:
+        """Open a scenario file; one from a newer vramdesk opens read-only (a note says so)."""
         try:
-            scenario = load_scenario(path)
+            entry = read_entry(Path(path))
         except (ScenarioFileError, OSError) as err:
             QMessageBox.warning(self, "vramdesk", str(err))
             return False
+        self.library_entry_id = None
+        if entry.note:
+            self._notice = f"{path}: {entry.note}"
+        self.set_scenario(entry.scenario)
+        return True
+
+    # ------------------------------------------------------------------ library, compare, export
+    @property
+    def library(self) -> ScenarioLibrary:
+        if self._library is None:
+            self._library = ScenarioLibrary()
+        return self._library
+
+    def _current_for_saving(self) -> Scenario | None:
+        try:
+            return scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
+        except ValueError as err:
+            QMessageBox.warning(self, "vramdesk", str(err))
+            return None
+
+    def save_to_library(self, name: str | None = None, *, as_new: bool = False) -> str | None:
+        """Save the current work in the library: back to the entry it came from, or as a new entry
+        (asking for a name unless ``name`` is given). Returns the entry id, None when nothing was saved."""
+        scenario = self._current_for_saving()
+        if scenario is None:
+            return None
+        try:
+            if self.library_entry_id is not None and not as_new:
+                entry = self.library.update(self.library_entry_id, scenario)
+            else:
+                if name is None:
+                    name, ok = QInputDialog.getText(
+                        self, tr("Save as"), tr("Name:"), text=scenario.name or scenario.model.id
+                    )
+                    if not ok:
+                        return None
+                entry = self.library.save(scenario, name=name)
+        except (LibraryError, ScenarioFileError, OSError) as err:
+            QMessageBox.warning(self, "vramdesk", str(err))
+            return None
+        self.library_entry_id = entry.id
+        self._scenario = entry.scenario
+        self.statusBar().showMessage(tr("Saved") + f" {entry.path}", 4000)
+        if self.library_window is not None:
+            self.library_window.reload()
+        return entry.id
+
+    def open_library(self) -> Any:
+        from .compare import LibraryWindow
+
+        if self.library_window is None:
+            self.library_window = LibraryWindow(self.library, self, current=self.current_scenario)
+            self.library_window.open_requested.connect(self._open_from_library)
+            self.estimated.connect(lambda _ev: self.library_window.current_changed())
+        self.library_window.show()
+        self.library_window.raise_()
+        return self.library_window
+
+    def open_compare(self) -> Any:
+        window = self.open_library()
+        window.include_current.setChecked(True)
+        return window
+
+    def _open_from_library(self, scenario: Scenario) -> None:
+        win = self.library_window
+        entry = win.selected() if win is not None else None
+        self.library_entry_id = entry.id if entry is not None and not entry.read_only else None
+        self._notice = entry.note if entry is not None else None
+        self.set_scenario(scenario)
+
+    def export_current(self, fmt: str, path: Path) -> Path:
+        """Write the current estimate as ``fmt`` (see :data:`vramdesk.ui.export.VIEW_FORMATS`)."""
+        from .export import export_view, speed_of
+
+        ev = self.evaluation
+        if ev is None or ev.view is None or ev.scenario is None:
+            raise ValueError(tr("Nothing to export: the form has a problem"))
+        perf = speed_of(ev.view, ev.scenario)
+        return export_view(ev.view, ev.scenario, fmt, path, mode=self.breakdown.mode, perf=perf)
+
+    def export_dialog(self, fmt: str) -> None:
+        _f, text, pattern, suffix = next(e for e in EXPORTS if e[0] == fmt)
+        base = (self.view.model_id.rsplit("/", 1)[-1] if self.view else "vramdesk") + suffix
+        name, _ = QFileDialog.getSaveFileName(self, tr(text).rstrip("…"), base, tr(pattern))
+        if not name:
+            return
+        try:
+            out = self.export_current(fmt, Path(name))
+        except (ValueError, OSError) as err:
+            QMessageBox.warning(self, "vramdesk", str(err))
+            return
+        self.statusBar().showMessage(tr("Saved") + f" {out}", 4000)
+
+    def copy_chart(self) -> None:
+        """The charts (2x) on the clipboard as an image."""
+        from .export import chart_image, copy_image
+
+        if self.view is None:
+            return
+        copy_image(chart_image(self.view, self.breakdown.mode))
+        self.statusBar().showMessage(tr("Copied"), 3000)
+
+    def copy_table(self, fmt: str) -> None:
+        """The breakdown at the peak on the clipboard, as Markdown or as tab-separated values."""
+        from vramdesk.report.tables import breakdown_markdown, breakdown_tsv
+
+        from .export import copy_text
+
+        if self.view is None:
+            return
+        est = self.view.estimate
+        copy_text(breakdown_markdown(est) if fmt == "md" else breakdown_tsv(est), markdown=fmt == "md")
+        self.statusBar().showMessage(tr("Copied"), 3000)
+
+    # ------------------------------------------------------------------ autosave
+    def _after_estimate(self, ev: Evaluation) -> None:
+        if self._autosave and ev.scenario is not None:
+            self._autosave_timer.start()
+
+    def autosave_now(self) -> None:
+        self._autosave_timer.stop()
+        scenario = self.current_scenario()
+        if scenario is None:
+            return
+        try:
+            write_autosave(scenario)
+        except OSError as err:
+            self.statusBar().showMessage(tr("Autosave failed:") + f" {err}", 6000)
+
+    def offer_restore(self, ask: bool = True) -> bool:
+        """After a crash (an autosave is left): offer to restore that work. True when it was restored."""
+        scenario = read_autosave()
+        if scenario is None:
+            return False
+        if ask:
+            answer = QMessageBox.question(
+                self,
+                "vramdesk",
+                tr("vramdesk did not close properly last time. Restore the work you had then?")
+                + f"\n{scenario.name or scenario.model.id}",
+            )
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
         self.set_scenario(scenario)
         return True
 
@@ -668,6 +871,11 @@ class MainWindow(QMainWindow):
         self.choose_model(str(path))
 
     def closeEvent(self, event: Any) -> None:
+        if self._autosave:
+            self._autosave_timer.stop()
+            clear_autosave()  # a clean exit: nothing to restore next time
+        if self.library_window is not None:
+            self.library_window.close()
         self.browser.shutdown()
         self.resolve_runner.cancel()
         self.detect_runner.cancel()

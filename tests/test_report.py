@@ -1,0 +1,133 @@
+"""Qt-free report writers: breakdown CSV / Markdown / HTML / JSON and the comparison table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from html.parser import HTMLParser
+
+import pytest
+
+from vramdesk.cli import estimate_and_speed
+from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.scenario import Scenario
+from vramdesk.report import tables as t
+
+
+def scenario(**changes: object) -> Scenario:
+    data = DEFAULT_SCENARIO.model_dump()
+    for k, v in changes.items():
+        if k in ("batch", "engine"):
+            data["workload"][k] = v
+        elif k == "gpu":
+            data["hardware"]["gpu"] = v
+        else:
+            data[k] = v
+    return Scenario.model_validate(data)
+
+
+@pytest.fixture(scope="module")
+def base() -> tuple[Scenario, object, object]:
+    est, perf = estimate_and_speed(DEFAULT_SCENARIO)
+    return DEFAULT_SCENARIO, est, perf
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag not in ("meta", "img", "br"):
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, (self.stack, tag)
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_breakdown_csv_parses_back(base) -> None:
+    _, est, _ = base
+    rows = list(csv.DictReader(io.StringIO(t.breakdown_csv(est))))
+    peak = [r for r in rows if r["section"] == "peak"]
+    assert [r["name"] for r in peak] == [c.name for c in est.components]
+    assert sum(int(r["bytes"]) for r in peak) == est.peak_allocated_bytes
+    totals = {r["name"]: int(r["bytes"]) for r in rows if r["section"] == "total"}
+    assert totals["peak reserved"] == est.peak_reserved_bytes and totals["on the device"] == est.device_bytes
+    assert all(r["explain"] for r in peak)
+    tsv = t.breakdown_tsv(est).splitlines()
+    assert tsv[0].split("\t") == list(t.BREAKDOWN_HEADER[:6]) and len(tsv) == len(rows) + 1
+
+
+def test_markdown_report_has_every_part(base) -> None:
+    s, est, perf = base
+    md = t.report_markdown(t.ReportData(est, s, perf, created="2026-01-01 00:00 UTC"), chart_path="chart.png")
+    assert md.startswith(f"# vramdesk report: {s.name}")
+    for part in ("## Summary", "## Breakdown at the peak", "## Phases", "## Inputs", "## Where the numbers come from"):
+        assert part in md
+    assert "vramdesk 0." in md and "2026-01-01 00:00 UTC" in md and "![Breakdown at the peak](chart.png)" in md
+    assert f"| weights | {est.components[0].bytes / 2**30:.2f} |" in md
+    assert "tokens/s" in md  # speed with a catalog GPU
+    table = [ln for ln in md.splitlines() if ln.startswith("| hardware.gpu |")]
+    assert table == ["| hardware.gpu | RTX 4090 |"]
+
+
+def test_html_report_is_well_formed(base) -> None:
+    s, est, perf = base
+    doc = t.report_html(t.ReportData(est, s, perf), chart_src="data:image/png;base64,AAAA")
+    p = _Collect()
+    p.feed(doc)
+    p.close()
+    assert not p.stack and p.tags.count("table") >= 4 and "img" in p.tags
+    text = "".join(p.text)
+    assert est.fit is not None and est.fit.message in text and "CUDA context" in text
+
+
+def test_report_json_round_trips(base) -> None:
+    s, est, perf = base
+    doc = json.loads(t.json_text(t.report_json(est, s, perf)))
+    assert doc["device_bytes"] == est.device_bytes and doc["report"]["app"] == "vramdesk"
+    assert Scenario.model_validate(doc["scenario"]) == s
+
+
+def test_comparison_flags_differences_and_sums(base) -> None:
+    s, est, perf = base
+    other = scenario(weights="int4", batch=4)
+    est2, perf2 = estimate_and_speed(other)
+    broken = scenario(weights="no-such-format")
+    items = [
+        t.CompareItem("a", s, est, perf),
+        t.CompareItem("b", other, est2, perf2),
+        t.CompareItem("c", broken, error="bad"),
+    ]
+    cmp = t.build_comparison(items)
+    assert cmp.labels == ("a", "b", "c")
+    inputs = {r.name: r for r in cmp.section("input")}
+    assert inputs["weights"].differs and inputs["workload.batch"].differs
+    assert not inputs["model.id"].differs and not inputs["hardware.gpu"].differs
+    assert "workload.vllm.max_num_seqs" not in inputs  # options of engines not in use are left out
+    comps = {r.name: r for r in cmp.section("component")}
+    assert comps["weights"].values[0] == est.components[0].bytes and comps["weights"].values[2] is None
+    totals = {r.name: r for r in cmp.section("total")}
+    assert totals["on the device (per GPU)"].values[:2] == (est.device_bytes, est2.device_bytes)
+    assert {r.name for r in cmp.section("verdict")} >= {"GPU", "verdict", "error"}
+    assert cmp.errors == (None, None, "bad")
+
+    md = t.comparison_markdown(cmp)
+    assert "| **weights** | auto | int4 | no-such-format |" in md and "## Totals (GiB)" in md
+    rows = list(csv.reader(io.StringIO(t.comparison_csv(cmp))))
+    assert rows[0] == ["section", "name", "differs", "a", "b", "c"]
+    dev = next(r for r in rows if r[1] == "on the device (per GPU)")
+    assert [int(dev[3]), int(dev[4]), dev[5]] == [est.device_bytes, est2.device_bytes, ""]
+    doc = json.loads(t.json_text(t.comparison_json(cmp)))
+    assert doc["columns"] == ["a", "b", "c"] and len(doc["rows"]) == len(cmp.rows)
+    p = _Collect()
+    p.feed(t.comparison_html(cmp))
+    assert not p.stack and 'class="diff"' in t.comparison_html(cmp)

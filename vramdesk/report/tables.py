@@ -1,0 +1,451 @@
+"""Qt-free report writers: the breakdown of one estimate (CSV / Markdown / HTML / TSV) and the
+side-by-side comparison of several (Markdown / CSV / JSON / HTML).
+
+The caller estimates (report sits beside services and storage, so it never resolves models itself) and
+passes the results in. Bytes stay integers in CSV and JSON; GiB are shown with two decimals elsewhere.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from vramdesk import __version__
+from vramdesk.core.gpu import GIB
+from vramdesk.core.performance import Performance
+from vramdesk.core.result import Estimate
+from vramdesk.core.scenario import Scenario
+
+from .json_report import estimate_to_dict
+
+
+def gib(n: int | float) -> str:
+    return f"{n / GIB:.2f}"
+
+
+def now_text() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys (``workload.batch``); lists become comma-joined text."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(data, (list, tuple)):
+        out[prefix] = ",".join(str(x) for x in data)
+    else:
+        out[prefix] = data
+    return out
+
+
+def scenario_inputs(scenario: Scenario) -> dict[str, Any]:
+    """The inputs of a scenario as dotted keys (without the schema version)."""
+    data = scenario.model_dump(mode="json")
+    data.pop("schema_version", None)
+    work = data.get("workload", {})
+    if work.get("kind") == "inference":  # options of the engines not in use say nothing
+        for engine in ("vllm", "llamacpp"):
+            if work.get("engine") != engine:
+                work.pop(engine, None)
+    return {k: v for k, v in flatten(data).items() if v is not None}
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_right: Sequence[int] = ()) -> str:
+    lines = ["| " + " | ".join(_md_escape(h) for h in header) + " |"]
+    lines.append("|" + "|".join("---:" if i in align_right else "---" for i in range(len(header))) + "|")
+    lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- one estimate
+
+
+BREAKDOWN_HEADER = ("section", "name", "category", "bytes", "GiB", "share", "explain")
+
+
+def breakdown_rows(est: Estimate) -> list[tuple[str, str, str, int, str, str, str]]:
+    """The components at the peak, the device overheads and the three totals (machine-friendly rows)."""
+    total = est.peak_allocated_bytes or 1
+    rows: list[tuple[str, str, str, int, str, str, str]] = []
+    for c in est.components:
+        rows.append(("peak", c.name, c.category, c.bytes, gib(c.bytes), f"{c.bytes / total * 100:.1f}%", c.explain))
+    rows.append(("total", "peak allocated", "", est.peak_allocated_bytes, gib(est.peak_allocated_bytes), "", ""))
+    rows.append(("total", "peak reserved", "", est.peak_reserved_bytes, gib(est.peak_reserved_bytes), "", ""))
+    for c in est.device_overheads:
+        rows.append(("device", c.name, c.category, c.bytes, gib(c.bytes), "", c.explain))
+    rows.append(("total", "on the device", "", est.device_bytes, gib(est.device_bytes), "", ""))
+    if est.host_bytes:
+        rows.append(("total", "host memory", "", est.host_bytes, gib(est.host_bytes), "", ""))
+    return rows
+
+
+def breakdown_csv(est: Estimate) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(BREAKDOWN_HEADER)
+    w.writerows(breakdown_rows(est))
+    return buf.getvalue()
+
+
+def breakdown_tsv(est: Estimate) -> str:
+    """The breakdown for pasting into a spreadsheet (tabs, one line per row)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+    w.writerow(BREAKDOWN_HEADER[:6])
+    w.writerows(r[:6] for r in breakdown_rows(est))
+    return buf.getvalue()
+
+
+def breakdown_markdown(est: Estimate) -> str:
+    rows = [(r[1], r[4], r[5], r[2]) for r in breakdown_rows(est)]
+    return markdown_table(("Component", "GiB", "Share", "Category"), rows, align_right=(1, 2))
+
+
+def report_json(
+    est: Estimate, scenario: Scenario, perf: Performance | None = None, *, created: str | None = None
+) -> dict[str, Any]:
+    doc = estimate_to_dict(est, scenario, perf)
+    doc["report"] = {"app": "vramdesk", "version": __version__, "created": created or now_text()}
+    return doc
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a one-scenario report shows, prepared once for every format."""
+
+    est: Estimate
+    scenario: Scenario
+    perf: Performance | None = None
+    created: str = field(default_factory=now_text)
+    version: str = __version__
+
+    @property
+    def title(self) -> str:
+        return self.scenario.name or self.est.model_id
+
+    def verdict_line(self) -> str:
+        f = self.est.fit
+        if f is None:
+            return f"needs {gib(self.est.device_bytes)} GiB per GPU (no GPU chosen)"
+        gpus = f"{f.gpu_count} x {f.gpu}" if f.gpu_count > 1 else f.gpu
+        return f"{f.verdict.upper()} on {gpus}: {f.message}"
+
+    def summary_rows(self) -> list[tuple[str, str]]:
+        e = self.est
+        rows = [
+            ("Peak phase", e.peak_phase),
+            ("Peak allocated (torch.cuda.max_memory_allocated)", f"{gib(e.peak_allocated_bytes)} GiB"),
+            ("Peak reserved (torch.cuda.max_memory_reserved)", f"{gib(e.peak_reserved_bytes)} GiB"),
+            ("On the device, per GPU (nvidia-smi)", f"{gib(e.device_bytes)} GiB"),
+            (
+                "Parameters (total / active / trainable)",
+                f"{e.params.total:,} / {e.params.active:,} / {e.params.trainable:,}",
+            ),
+        ]
+        if e.host_bytes:
+            rows.append(("Host memory", f"{gib(e.host_bytes)} GiB"))
+        if len(e.per_gpu) > 1:
+            rows += [(f"GPU {g.index} on the device", f"{gib(g.device_bytes)} GiB") for g in e.per_gpu]
+        p = self.perf
+        if p is not None:
+            if p.decode_tokens_per_s:
+                rows.append(("Decode speed (one sequence)", f"{p.decode_tokens_per_s:.1f} tokens/s"))
+            if p.prefill_tokens_per_s:
+                rows.append(("Prefill speed", f"{p.prefill_tokens_per_s:.0f} tokens/s"))
+            train = getattr(p, "train_tokens_per_s", None)
+            if train:
+                rows.append(("Training speed", f"{train:.0f} tokens/s"))
+        return rows
+
+    def input_rows(self) -> list[tuple[str, str]]:
+        return [(k, _cell(v)) for k, v in scenario_inputs(self.scenario).items()]
+
+    def phase_rows(self) -> list[tuple[str, str, str]]:
+        return [
+            (p.name, gib(p.allocated_bytes), "peak" if p.name == self.est.peak_phase else "") for p in self.est.phases
+        ]
+
+    def notes(self) -> list[str]:
+        return [*self.est.warnings, *self.est.params.notes]
+
+
+def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
+    e = data.est
+    out = [f"# vramdesk report: {data.title}\n"]
+    out.append(f"vramdesk {data.version} · {data.created} · model `{e.model_id}`\n")
+    out.append(f"**{data.verdict_line()}**\n")
+    if chart_path:
+        out.append(f"![Breakdown at the peak]({chart_path})\n")
+    out.append("## Summary\n")
+    out.append(markdown_table(("", "value"), data.summary_rows()))
+    out.append(f"\n## Breakdown at the peak ({e.peak_phase})\n")
+    out.append(breakdown_markdown(e))
+    out.append("\n## Phases\n")
+    out.append(markdown_table(("Phase", "Allocated GiB", ""), data.phase_rows(), align_right=(1,)))
+    out.append("\n## Inputs\n")
+    out.append(markdown_table(("Input", "Value"), data.input_rows()))
+    out.append("\n## Where the numbers come from\n")
+    for c in (*e.components, *e.device_overheads):
+        out.append(f"- **{c.name}** ({gib(c.bytes)} GiB): {c.explain}")
+    notes = data.notes()
+    if notes:
+        out.append("\n## Warnings and notes\n")
+        out += [f"- {n}" for n in notes]
+    if e.constants:
+        out.append("\n## Assumptions (constants)\n")
+        out += [f"- `{k}`: {v}" for k, v in e.constants.items()]
+    return "\n".join(out).rstrip() + "\n"
+
+
+_CSS = """
+body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #1f2328; }
+h1 { font-size: 16pt; margin-bottom: 2px; } h2 { font-size: 12pt; margin-top: 14px; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 4px 0; }
+th, td { border: 1px solid #c8ccd1; padding: 3px 6px; vertical-align: top; }
+th { background: #eef1f4; text-align: left; }
+td.num { text-align: right; white-space: nowrap; }
+td.diff { background: #fff3c4; font-weight: bold; }
+.meta { color: #57606a; } .verdict { font-size: 12pt; font-weight: bold; }
+.fits { color: #1a7f37; } .tight { color: #9a6700; } .nofit { color: #cf222e; }
+"""
+
+
+def _verdict_class(verdict: str | None) -> str:
+    return {"fits": "fits", "tight": "tight", "does not fit": "nofit"}.get(verdict or "", "")
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[int] = ()) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+    body = []
+    for r in rows:
+        cells = "".join(
+            f'<td class="num">{html.escape(c)}</td>' if i in numeric else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(r)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f'<table cellspacing="0" cellpadding="3"><tr>{h}</tr>{"".join(body)}</table>'
+
+
+def report_html(data: ReportData, chart_src: str | None = None, chart_width: int = 720) -> str:
+    """A standalone HTML report; ``chart_src`` is an image URL (a data: URI keeps the file standalone)."""
+    e = data.est
+    esc = html.escape
+    parts = [
+        '<!DOCTYPE html><html><head><meta charset="utf-8">',
+        f"<title>vramdesk report: {esc(data.title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>vramdesk report: {esc(data.title)}</h1>",
+        f'<p class="meta">vramdesk {esc(data.version)} · {esc(data.created)} · model '
+        f"<code>{esc(e.model_id)}</code></p>",
+        f'<p class="verdict {_verdict_class(e.fit.verdict if e.fit else None)}">{esc(data.verdict_line())}</p>',
+    ]
+    if chart_src:
+        parts.append(f'<p><img src="{esc(chart_src)}" width="{chart_width}" alt="Breakdown at the peak"></p>')
+    parts.append("<h2>Summary</h2>" + _html_table(("", "value"), data.summary_rows()))
+    rows = [(r[1], r[4], r[5], r[2], r[6]) for r in breakdown_rows(e)]
+    parts.append(f"<h2>Breakdown at the peak ({esc(e.peak_phase)})</h2>")
+    parts.append(_html_table(("Component", "GiB", "Share", "Category", "Where it comes from"), rows, numeric=(1, 2)))
+    parts.append("<h2>Phases</h2>" + _html_table(("Phase", "Allocated GiB", ""), data.phase_rows(), numeric=(1,)))
+    parts.append("<h2>Inputs</h2>" + _html_table(("Input", "Value"), data.input_rows()))
+    notes = data.notes()
+    if notes:
+        parts.append("<h2>Warnings and notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    if e.constants:
+        parts.append("<h2>Assumptions (constants)</h2>")
+        parts.append(_html_table(("Constant", "Value and source"), list(e.constants.items())))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- comparison
+
+
+@dataclass(frozen=True)
+class CompareItem:
+    """One column of a comparison: a scenario and its estimate, or the reason there is none."""
+
+    label: str
+    scenario: Scenario
+    est: Estimate | None = None
+    perf: Performance | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    section: str  # "input" | "component" | "total" | "verdict" | "speed"
+    name: str
+    cells: tuple[str, ...]
+    #: integers for byte rows (None where a column has no value), for machine output
+    values: tuple[Any, ...]
+    #: the columns do not all agree (what the view highlights)
+    differs: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    labels: tuple[str, ...]
+    rows: tuple[CompareRow, ...]
+    errors: tuple[str | None, ...]
+
+    def section(self, name: str) -> list[CompareRow]:
+        return [r for r in self.rows if r.section == name]
+
+
+def _row(section: str, name: str, values: Sequence[Any], fmt: Any = _cell) -> CompareRow:
+    cells = tuple("–" if v is None else fmt(v) for v in values)
+    return CompareRow(section, name, cells, tuple(values), len(set(cells)) > 1)
+
+
+def _gpus(e: Estimate) -> str | None:
+    return None if e.fit is None else f"{e.fit.gpu_count} x {e.fit.gpu}"
+
+
+def build_comparison(items: Sequence[CompareItem]) -> Comparison:
+    """Inputs (differences flagged), each component at the peak, totals at each level, verdict per GPU."""
+    inputs = [scenario_inputs(i.scenario) for i in items]
+    keys: list[str] = []
+    for d in inputs:
+        keys += [k for k in d if k not in keys]
+    rows: list[CompareRow] = [_row("input", k, [d.get(k) for d in inputs]) for k in keys]
+    ests = [i.est for i in items]
+    names: list[str] = []
+    for est in ests:
+        if est is not None:
+            names += [c.name for c in est.components if c.name not in names]
+    for n in names:
+        vals: list[int | None] = []
+        for est in ests:
+            found = None if est is None else next((c.bytes for c in est.components if c.name == n), 0)
+            vals.append(found)
+        rows.append(_row("component", n, vals, gib))
+    for label, attr in (
+        ("peak allocated", "peak_allocated_bytes"),
+        ("peak reserved", "peak_reserved_bytes"),
+        ("on the device (per GPU)", "device_bytes"),
+        ("host memory", "host_bytes"),
+    ):
+        rows.append(_row("total", label, [None if e is None else getattr(e, attr) for e in ests], gib))
+    rows.append(_row("total", "peak phase", [None if e is None else e.peak_phase for e in ests]))
+    rows.append(
+        _row(
+            "verdict", "GPU", [None if e is None or e.fit is None else f"{e.fit.gpu_count} x {e.fit.gpu}" for e in ests]
+        )
+    )
+    rows.append(_row("verdict", "verdict", [None if e is None or e.fit is None else e.fit.verdict for e in ests]))
+    most = max((len(e.per_gpu) for e in ests if e is not None), default=0)
+    if most > 1:
+        for g in range(most):
+            vals2 = [e.per_gpu[g].device_bytes if e is not None and g < len(e.per_gpu) else None for e in ests]
+            rows.append(_row("verdict", f"GPU {g} on the device", vals2, gib))
+    decode = [i.perf.decode_tokens_per_s if i.perf is not None else None for i in items]
+    if any(decode):
+        rows.append(_row("speed", "decode tokens/s", decode, lambda v: f"{v:.1f}"))
+    train = [getattr(i.perf, "train_tokens_per_s", None) if i.perf is not None else None for i in items]
+    if any(train):
+        rows.append(_row("speed", "training tokens/s", train, lambda v: f"{v:.0f}"))
+    rows.append(_row("verdict", "error", [i.error for i in items]))
+    if not any(i.error for i in items):
+        rows.pop()
+    return Comparison(tuple(i.label for i in items), tuple(rows), tuple(i.error for i in items))
+
+
+SECTION_TITLES = {
+    "input": "Inputs",
+    "component": "Components at the peak (GiB)",
+    "total": "Totals (GiB)",
+    "verdict": "Verdict",
+    "speed": "Speed",
+}
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    out = ["# vramdesk comparison\n", f"vramdesk {__version__} · {now_text()}\n"]
+    for section, title in SECTION_TITLES.items():
+        rows = cmp.section(section)
+        if not rows:
+            continue
+        out.append(f"## {title}\n")
+        body = [(("**" + r.name + "**") if r.differs and section == "input" else r.name, *r.cells) for r in rows]
+        numeric = range(1, len(cmp.labels) + 1) if section in ("component", "total", "speed") else ()
+        out.append(markdown_table(("", *cmp.labels), body, align_right=tuple(numeric)))
+    return "\n".join(out)
+
+
+def comparison_csv(cmp: Comparison) -> str:
+    """One row per line; byte rows hold integers (bytes), the rest their text."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(("section", "name", "differs", *cmp.labels))
+    for r in cmp.rows:
+        w.writerow((r.section, r.name, int(r.differs), *("" if v is None else v for v in r.values)))
+    return buf.getvalue()
+
+
+def comparison_json(cmp: Comparison) -> dict[str, Any]:
+    return {
+        "app": "vramdesk",
+        "version": __version__,
+        "columns": list(cmp.labels),
+        "errors": list(cmp.errors),
+        "rows": [
+            {
+                "section": r.section,
+                "name": r.name,
+                "values": list(r.values),
+                "cells": list(r.cells),
+                "differs": r.differs,
+            }
+            for r in cmp.rows
+        ],
+    }
+
+
+def comparison_html(cmp: Comparison, chart_src: str | None = None) -> str:
+    esc = html.escape
+    parts = [
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>vramdesk comparison</title><style>{_CSS}</style>',
+        "</head><body><h1>vramdesk comparison</h1>",
+        f'<p class="meta">vramdesk {esc(__version__)} · {esc(now_text())}</p>',
+    ]
+    if chart_src:
+        parts.append(f'<p><img src="{esc(chart_src)}" width="640" alt="Comparison chart"></p>')
+    for section, title in SECTION_TITLES.items():
+        rows = cmp.section(section)
+        if not rows:
+            continue
+        head = "".join(f"<th>{esc(c)}</th>" for c in ("", *cmp.labels))
+        body = []
+        for r in rows:
+            cls = ' class="diff"' if r.differs and section == "input" else ""
+            num = ' class="num"' if section in ("component", "total", "speed") else cls
+            cells = "".join(f"<td{num}>{esc(c)}</td>" for c in r.cells)
+            body.append(f"<tr><td{cls}>{esc(r.name)}</td>{cells}</tr>")
+        parts.append(
+            f'<h2>{esc(title)}</h2><table cellspacing="0" cellpadding="3"><tr>{head}</tr>{"".join(body)}</table>'
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def json_text(doc: Any) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
