@@ -203,3 +203,14 @@ def test_deepspeed_file_sets_the_plan_and_explicit_options_win(tmp_path: Path) -
     bad.write_text(json.dumps({"zero_optimisation": {"stage": 3}}))
     code, _ = cli("estimate", "meta-llama/Llama-3.1-8B", "--deepspeed", str(bad))
     assert code == 2
+
+
+def test_finetune_options_reach_the_training_estimate() -> None:
+    base = ("estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--method", "lora", "--seq-len", "4096")
+    _, plain = cli(*base, "--json")
+    _, dora = cli(*base, "--dora", "--lora-dropout", "0.1", "--chunked-loss", "--activation-offload", "--json")
+    p, d = json.loads(plain), json.loads(dora)
+    assert d["params"]["trainable"] > p["params"]["trainable"]
+    assert d["host_bytes"] > 0 and d["scenario"]["workload"]["lora_dropout"] == 0.1
+    code, text = cli(*base)
+    assert code == 0 and "trainable" in text

@@ -36,6 +36,10 @@ _FINETUNE_KEYS = {
     "grad_checkpointing",
     "lora_rank",
     "lora_targets",
+    "lora_dropout",
+    "dora",
+    "chunked_loss",
+    "activation_offload",
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
@@ -72,6 +76,16 @@ def _nonneg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+def _dropout(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got '{text}'") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {v}")
     return v
 
 
@@ -125,6 +139,15 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--lora-rank", type=_positive, default=None)
     p.add_argument("--lora-targets", default=None, help="all-linear or a comma list: q,k,v,o,gate,up,down")
+    p.add_argument("--lora-dropout", type=_dropout, default=None, help="LoRA dropout probability [0]")
+    p.add_argument("--dora", action=argparse.BooleanOptionalAction, default=None, help="weight-decomposed LoRA")
+    p.add_argument("--chunked-loss", action=argparse.BooleanOptionalAction, default=None, help="chunked cross-entropy")
+    p.add_argument(
+        "--activation-offload",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="move saved activations to CPU memory during the forward",
+    )
     p.add_argument("--gpus", type=_positive, default=None, help="number of GPUs [1]")
     p.add_argument("--gpu", default=None, help="GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'")
     p.add_argument("--tp", type=_positive, default=None)
@@ -272,6 +295,8 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
     p = est.params
     out.write(f"{est.model_id}\n")
     out.write(f"  parameters: {p.total:,} total, {p.active:,} active")
+    if p.trainable:
+        out.write(f", {p.trainable:,} trainable")
     if p.checkpoint_total != p.total:
         out.write(f" (checkpoint stores {p.checkpoint_total:,})")
     out.write("\n")
