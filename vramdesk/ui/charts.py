@@ -25,11 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramdesk.core.gpu import GIB
-
 from . import theme
 from .i18n import tr
-from .presenter import EstimateView, pie_angles
+from .presenter import EstimateView, pie_angles, unit_bytes, unit_name
 
 #: Qt angle (1/16 degree) where the first slice starts: 12 o'clock inside a y-up ViewBox
 PIE_START = -90 * 16
@@ -87,7 +85,9 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
             return ""
         s = self._slices[index]
         total = sum(x.value for x in self._slices) or 1
-        return f"{s.label}: {s.value / GIB:.2f} GiB ({s.value:,} bytes, {s.value / total * 100:.1f}%)"
+        return (
+            f"{s.label}: {s.value / unit_bytes():.2f} {unit_name()} ({s.value:,} bytes, {s.value / total * 100:.1f}%)"
+        )
 
     def hoverEvent(self, ev: Any) -> None:
         if ev.isExit():
@@ -219,7 +219,7 @@ GPU_SCALE_LIMIT = 3.0
 
 def _y_top(view: EstimateView, tallest_gib: float) -> tuple[float, bool]:
     """The top of the y axis (GiB) and whether the GPU's memory line is inside it."""
-    gpu = (view.gpu_memory_bytes or 0) / GIB
+    gpu = (view.gpu_memory_bytes or 0) / unit_bytes()
     tallest = max(tallest_gib, 1e-3)
     if gpu and gpu <= tallest * GPU_SCALE_LIMIT:
         return max(tallest, gpu) * 1.12, True
@@ -236,7 +236,10 @@ def _gpu_marks(
         item: pg.GraphicsObject = _gpu_line(view)
     else:
         item = _label(
-            f"{view.gpu_name}: {view.gpu_memory_bytes / GIB:.2f} GiB \u2191", theme.GPU_LINE, (1.0, 0.0), size=8
+            f"{view.gpu_name}: {view.gpu_memory_bytes / unit_bytes():.2f} {unit_name()} \u2191",
+            theme.GPU_LINE,
+            (1.0, 0.0),
+            size=8,
         )
         item.setPos(x_right, top)
     plot.addItem(item)
@@ -247,10 +250,10 @@ def _gpu_line(view: EstimateView) -> pg.InfiniteLine:
     assert view.gpu_memory_bytes is not None
     pen = pg.mkPen(theme.GPU_LINE, width=1.5, style=Qt.PenStyle.DashLine)
     line = pg.InfiniteLine(
-        pos=view.gpu_memory_bytes / GIB,
+        pos=view.gpu_memory_bytes / unit_bytes(),
         angle=0,
         pen=pen,
-        label=f"{view.gpu_name}: {view.gpu_memory_bytes / GIB:.2f} GiB",
+        label=f"{view.gpu_name}: {view.gpu_memory_bytes / unit_bytes():.2f} {unit_name()}",
         labelOpts={
             "position": 0.98,
             "color": theme.GPU_LINE,
@@ -344,6 +347,8 @@ class BreakdownChart(QWidget):
         self.title.setText(f"{tr('Breakdown at the peak')} ({view.peak_phase})")
         self.title.setToolTip(self.title.text())
         self._view = view
+        if self.bar_plot.getPlotItem().getAxis("left").labelText != unit_name():
+            self.bar_plot.setLabel("left", unit_name())
         self._drawn = {m: False for m in self.MODES}
         self._refresh()
 
@@ -367,7 +372,7 @@ class BreakdownChart(QWidget):
                 f"{s.share * 100:.0f}%", theme.text_on(s.color), self.pie.mid_point(i, (1 + HOLE) / 2), bold=True
             )
         self._pie_labels.finish()
-        self._center_value.setText(f"{view.peak_allocated_bytes / GIB:.2f} GiB")
+        self._center_value.setText(f"{view.peak_allocated_bytes / unit_bytes():.2f} {unit_name()}")
         self._center_caption.setText(tr("allocated"))
 
     def _show_bar(self, view: EstimateView) -> None:
@@ -383,9 +388,9 @@ class BreakdownChart(QWidget):
         other = [i for i, g in enumerate(loads) if i > 0 and g.allocated_bytes != first]
         n = max(1, len(loads))
         bottom = 0.0
-        total = view.peak_allocated_bytes / GIB
+        total = view.peak_allocated_bytes / unit_bytes()
         for s in view.slices:
-            height = s.bytes / GIB
+            height = s.bytes / unit_bytes()
             bar = pg.BarGraphItem(
                 x=[float(i) for i in same],
                 height=[height] * len(same),
@@ -394,27 +399,31 @@ class BreakdownChart(QWidget):
                 brush=QColor(s.color),
                 pen=pg.mkPen(theme.current().background, width=1),
             )
-            bar.setToolTip(f"{s.name}: {height:.2f} GiB ({s.bytes:,} bytes, {s.share * 100:.1f}%)")
+            bar.setToolTip(f"{s.name}: {height:.2f} {unit_name()} ({s.bytes:,} bytes, {s.share * 100:.1f}%)")
             plot.addItem(bar)
             self.bar_items.append(bar)
             bottom += height
         if other:
             rest = pg.BarGraphItem(
                 x=[float(i) for i in other],
-                height=[loads[i].allocated_bytes / GIB for i in other],
+                height=[loads[i].allocated_bytes / unit_bytes() for i in other],
                 width=0.6,
                 brush=QColor(theme.UNKNOWN_COLOR),
                 pen=pg.mkPen(theme.current().background, width=1),
             )
-            rest.setToolTip("\n".join(f"GPU {i}: {loads[i].allocated_bytes / GIB:.2f} GiB allocated" for i in other))
+            rest.setToolTip(
+                "\n".join(
+                    f"GPU {i}: {loads[i].allocated_bytes / unit_bytes():.2f} {unit_name()} allocated" for i in other
+                )
+            )
             plot.addItem(rest)
             self._bar_extras.append(rest)
-        tallest = max([total, view.device_bytes / GIB] + [g.device_bytes / GIB for g in loads])
+        tallest = max([total, view.device_bytes / unit_bytes()] + [g.device_bytes / unit_bytes() for g in loads])
         top, gpu_in_range = _y_top(view, tallest)
         if n == 1:
             # segment labels to the right of the bar, where they fit
             for s, bar in zip(view.slices, self.bar_items, strict=True):
-                height = s.bytes / GIB
+                height = s.bytes / unit_bytes()
                 if height < top * 0.045:
                     continue
                 y0 = float(bar.opts["y0"][0])
@@ -423,10 +432,10 @@ class BreakdownChart(QWidget):
                 plot.addItem(text)
                 self._bar_extras.append(text)
         device = pg.InfiniteLine(
-            pos=view.device_bytes / GIB,
+            pos=view.device_bytes / unit_bytes(),
             angle=0,
             pen=pg.mkPen(theme.DEVICE_LINE, width=1, style=Qt.PenStyle.DotLine),
-            label=f"{tr('on the device')} {view.device_bytes / GIB:.2f} GiB",
+            label=f"{tr('on the device')} {view.device_bytes / unit_bytes():.2f} {unit_name()}",
             labelOpts={"position": 0.02, "color": theme.current().muted, "anchors": [(0, 1), (0, 1)]},
         )
         plot.addItem(device)
@@ -474,6 +483,8 @@ class PhaseChart(QWidget):
 
     def show_view(self, view: EstimateView) -> None:
         plot = self.plot
+        if plot.getPlotItem().getAxis("left").labelText != unit_name():
+            plot.setLabel("left", unit_name())
         for item in [*self.bar_items, *self._extras]:
             plot.removeItem(item)
         self.bar_items = []
@@ -485,7 +496,7 @@ class PhaseChart(QWidget):
         stacks: dict[str, list[float]] = {n: [0.0] * len(phases) for n in names}
         for i, p in enumerate(phases):
             for name, b in p.parts:
-                stacks.setdefault(name, [0.0] * len(phases))[i] += b / GIB
+                stacks.setdefault(name, [0.0] * len(phases))[i] += b / unit_bytes()
         self.stacks = {n: v for n, v in stacks.items() if any(v)}
         xs = list(range(len(phases)))
         bottoms = [0.0] * len(phases)
@@ -502,7 +513,7 @@ class PhaseChart(QWidget):
                 name
                 + "\n"
                 + "\n".join(
-                    f"{p.name}: {h:.2f} GiB ({h / (p.total / GIB) * 100 if p.total else 0:.1f}%)"
+                    f"{p.name}: {h:.2f} {unit_name()} ({h / (p.total / unit_bytes()) * 100 if p.total else 0:.1f}%)"
                     for p, h in zip(phases, heights, strict=True)
                 )
             )
@@ -510,9 +521,11 @@ class PhaseChart(QWidget):
             self.bar_items.append(bar)
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
         for i, p in enumerate(phases):
-            self._totals.take(f"{p.total / GIB:.2f}", theme.current().text, (i, p.total / GIB), bold=p.is_peak)
+            self._totals.take(
+                f"{p.total / unit_bytes():.2f}", theme.current().text, (i, p.total / unit_bytes()), bold=p.is_peak
+            )
         self._totals.finish()
-        top, gpu_in_range = _y_top(view, max([p.total / GIB for p in phases], default=0.0))
+        top, gpu_in_range = _y_top(view, max([p.total / unit_bytes() for p in phases], default=0.0))
         self._extras += _gpu_marks(plot, view, top, gpu_in_range, len(phases) - 0.42)
         plot.getPlotItem().getAxis("bottom").setTicks(
             [

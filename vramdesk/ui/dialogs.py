@@ -1,4 +1,4 @@
-"""The settings dialog: language, Hub endpoint, offline mode and the Hugging Face token.
+"""The settings dialog: language, memory unit, verdict headroom, Hub endpoint, offline mode and the HF token.
 
 Endpoint, offline mode and language are saved with QSettings and applied to this process's environment
 (``HF_ENDPOINT``, ``HF_HUB_OFFLINE``: the Hub client reads them when it runs). The token is only put in
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QDoubleSpinBox,
     QFormLayout,
     QLabel,
     QLineEdit,
@@ -26,6 +27,28 @@ from .i18n import LANGUAGES, language, set_language, tr
 
 ENDPOINT_KEY = "hub/endpoint"
 OFFLINE_KEY = "hub/offline"
+UNIT_KEY = "ui/unit"
+HEADROOM_KEY = "ui/headroom_percent"
+#: memory units offered (the key is what is saved)
+UNIT_CHOICES = {"GiB": "GiB (2^30 bytes, as nvidia-smi and PyTorch count)", "GB": "GB (10^9 bytes)"}
+HEADROOM_MAX_PERCENT = 50.0
+
+
+def saved_unit() -> str:
+    value = QSettings().value(UNIT_KEY)
+    return value if isinstance(value, str) and value in UNIT_CHOICES else "GiB"
+
+
+def saved_headroom_percent() -> float | None:
+    """The verdict headroom in percent of the GPU's memory, or None for the core's default."""
+    value = QSettings().value(HEADROOM_KEY)
+    if value is None or value == "":
+        return None
+    try:
+        percent = float(str(value))
+    except ValueError:
+        return None
+    return percent if 0 <= percent <= HEADROOM_MAX_PERCENT else None
 
 
 def apply_saved_settings() -> None:
@@ -48,6 +71,22 @@ class SettingsDialog(QDialog):
             self.language_combo.addItem(name, code)
         self.language_combo.setCurrentIndex(max(0, self.language_combo.findData(language())))
         self.language_combo.setToolTip(tr("The language changes the next time vramdesk starts."))
+        self.unit_combo = QComboBox()
+        for key, label in UNIT_CHOICES.items():
+            self.unit_combo.addItem(tr(label), key)
+        self.unit_combo.setCurrentIndex(max(0, self.unit_combo.findData(saved_unit())))
+        self.unit_combo.setToolTip(tr("The unit of every memory figure in the window"))
+        self.headroom_spin = QDoubleSpinBox()
+        self.headroom_spin.setRange(-0.5, HEADROOM_MAX_PERCENT)
+        self.headroom_spin.setSingleStep(0.5)
+        self.headroom_spin.setDecimals(1)
+        self.headroom_spin.setSuffix(" %")
+        self.headroom_spin.setSpecialValueText(tr("default (5 %, at least 256 MiB)"))
+        percent = saved_headroom_percent()
+        self.headroom_spin.setValue(-0.5 if percent is None else percent)
+        self.headroom_spin.setToolTip(
+            tr("Share of the GPU's memory the verdict keeps free for the display, other processes and spikes")
+        )
         self.endpoint_edit = QLineEdit(os.environ.get("HF_ENDPOINT", ""))
         self.endpoint_edit.setPlaceholderText("https://huggingface.co")
         self.endpoint_edit.setToolTip(tr("A Hub mirror or a private Hub (HF_ENDPOINT); empty = huggingface.co"))
@@ -66,6 +105,8 @@ class SettingsDialog(QDialog):
         note.setWordWrap(True)
         form = QFormLayout()
         form.addRow(tr("&Language"), self.language_combo)
+        form.addRow(tr("Memory unit"), self.unit_combo)
+        form.addRow(tr("Verdict headroom"), self.headroom_spin)
         form.addRow(tr("Hub endpoint"), self.endpoint_edit)
         form.addRow(self.offline_check)
         form.addRow(tr("HF token"), self.token_edit)
@@ -81,6 +122,12 @@ class SettingsDialog(QDialog):
     def apply(self) -> None:
         s = QSettings()
         set_language(str(self.language_combo.currentData()), persist=True)
+        s.setValue(UNIT_KEY, str(self.unit_combo.currentData()))
+        headroom = self.headroom_spin.value()
+        if headroom < 0:
+            s.remove(HEADROOM_KEY)
+        else:
+            s.setValue(HEADROOM_KEY, headroom)
         endpoint = self.endpoint_edit.text().strip().rstrip("/")
         s.setValue(ENDPOINT_KEY, endpoint)
         if endpoint:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QSpinBox,
@@ -22,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramdesk.core.gpu import GIB, GpuSpec
+from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.scenario import MAX_TOKENS
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.nvml import DetectionResult
@@ -39,6 +40,8 @@ from .presenter import (
     PRECISIONS,
     WEIGHT_FORMATS,
     FormValues,
+    unit_bytes,
+    unit_name,
 )
 
 TIPS: dict[str, str] = {
@@ -93,6 +96,25 @@ def _spin(minimum: int, maximum: int, tooltip: str, step: int = 1) -> QSpinBox:
     return s
 
 
+def _readout() -> QLabel:
+    """A small "max 40,448" label next to a length field (filled by the window from the solver)."""
+    label = QLabel("")
+    label.setObjectName("caption")
+    label.setMinimumWidth(70)
+    label.setAccessibleName(tr("Largest value that fits"))
+    return label
+
+
+def _with_readout(field: QWidget, readout: QLabel) -> QWidget:
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(6)
+    row.addWidget(field, 1)
+    row.addWidget(readout)
+    return box
+
+
 def select(combo: QComboBox, value: object, text: str | None = None) -> None:
     """Select the item whose data is ``value``, adding one (labelled ``text``) when there is none."""
     i = combo.findData(value)
@@ -109,6 +131,7 @@ class WorkloadForm(QWidget):
         super().__init__(parent)
         self._catalog = catalog
         self._loading = False
+        self._detection: tuple[DetectionResult | None, dict[str, GpuSpec]] = (None, {})
 
         # ---- model and precision
         self.model_combo = QComboBox()
@@ -147,7 +170,8 @@ class WorkloadForm(QWidget):
         self._tune(base)
         base.addRow(tr("&Engine"), self.engine_combo)
         base.addRow(tr("&Batch"), self.batch_spin)
-        base.addRow(tr("&Input tokens"), self.input_spin)
+        self.input_max_label = _readout()
+        base.addRow(tr("&Input tokens"), _with_readout(self.input_spin, self.input_max_label))
         base.addRow(tr("&Output tokens"), self.output_spin)
         base.addRow(tr("&KV cache"), self.kv_combo)
         il.addLayout(base)
@@ -202,7 +226,8 @@ class WorkloadForm(QWidget):
         fl2.setContentsMargins(4, 6, 4, 4)
         fl2.addRow(tr("Me&thod"), self.method_combo)
         fl2.addRow(tr("Micro-batch"), self.micro_batch_spin)
-        fl2.addRow(tr("Sequence length"), self.seq_len_spin)
+        self.seq_max_label = _readout()
+        fl2.addRow(tr("Sequence length"), _with_readout(self.seq_len_spin, self.seq_max_label))
         fl2.addRow(tr("Grad. accumulation"), self.grad_accum_spin)
         fl2.addRow(tr("O&ptimizer"), self.optimizer_combo)
         fl2.addRow(tr("Precision"), self.precision_combo)
@@ -331,22 +356,23 @@ class WorkloadForm(QWidget):
         self.gpu_combo.addItem(tr("No GPU"), None)
         for key, (label, spec) in detected.items():
             self.gpu_combo.addItem(label, key)
-            free = (spec.free_bytes or 0) / GIB
+            free = (spec.free_bytes or 0) / unit_bytes()
             self.gpu_combo.setItemData(
                 self.gpu_combo.count() - 1,
-                tr("Detected on this machine; the verdict uses its free memory") + f" ({free:.2f} GiB)",
+                tr("Detected on this machine; the verdict uses its free memory") + f" ({free:.2f} {unit_name()})",
                 Qt.ItemDataRole.ToolTipRole,
             )
         if detected:
             self.gpu_combo.insertSeparator(self.gpu_combo.count())
         for g in self._catalog.gpus():
-            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / GIB:.1f} GiB", g.name)
+            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / unit_bytes():.1f} {unit_name()}", g.name)
         i = self.gpu_combo.findData(current)
         self.gpu_combo.setCurrentIndex(max(0, i))
         self.gpu_combo.blockSignals(False)
 
     def set_detected(self, result: DetectionResult | None, specs: dict[str, GpuSpec]) -> None:
         """Show what NVML found (or why nothing) and offer the detected GPUs at the top of the GPU list."""
+        self._detection = (result, specs)
         entries: dict[str, tuple[str, GpuSpec]] = {}
         if result is not None:
             for g in result.gpus:
@@ -365,17 +391,24 @@ class WorkloadForm(QWidget):
             )
         else:
             lines = []
+            unit = unit_bytes()
             for g in result.gpus:
                 others = ", ".join(
-                    f"{p.name or 'pid ' + str(p.pid)} {((p.used_bytes or 0) / GIB):.1f} GiB" for p in g.processes[:3]
+                    f"{p.name or 'pid ' + str(p.pid)} {((p.used_bytes or 0) / unit_bytes()):.1f} {unit_name()}"
+                    for p in g.processes[:3]
                 )
                 mig = " · MIG" if g.mig else ""
                 lines.append(
-                    f"<b>GPU {g.index}</b> {g.name}{mig}: {g.free / GIB:.1f} / {g.total / GIB:.1f} GiB "
+                    f"<b>GPU {g.index}</b> {g.name}{mig}: {g.free / unit:.1f} / {g.total / unit:.1f} {unit_name()} "
                     + tr("free")
                     + (f"<br>&nbsp;&nbsp;{tr('other processes')}: {others}" if others else "")
                 )
             self.detected_label.setText("<br>".join(lines))
+
+    def refresh_units(self) -> None:
+        """Rewrite the memory figures of the GPU list and the detection note in the current unit."""
+        result, specs = self._detection
+        self.set_detected(result, specs)
 
     # ---------------------------------------------------------------- values
     def _on_changed(self, *_args: object) -> None:
@@ -471,6 +504,18 @@ class WorkloadForm(QWidget):
         finally:
             self._loading = False
         self._sync_visibility()
+
+    def show_max_length(self, field: str, value: int | None, tooltip: str) -> None:
+        """The solver's largest ``field`` ("input_len" / "seq_len") next to its spin box; None clears it."""
+        own, other = (
+            (self.input_max_label, self.seq_max_label)
+            if field == "input_len"
+            else (self.seq_max_label, self.input_max_label)
+        )
+        other.setText("")
+        other.setToolTip("")
+        own.setText("" if value is None and not tooltip else f"{tr('max')} {value:,}" if value else tr("none fits"))
+        own.setToolTip(tooltip)
 
     def set_problem(self, text: str | None) -> None:
         """Inline validation: the problem in words under the form (None hides it)."""

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QPushButton,
     QScrollArea,
     QSizePolicy,
     QSplitter,
@@ -39,9 +40,11 @@ from PySide6.QtWidgets import (
 )
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.estimate import ModelFacts
-from vramdesk.core.gpu import GIB, GpuSpec
+from vramdesk.core.estimate import ModelFacts, estimate
+from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
+from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
 from vramdesk.services.catalog import Catalog, default_catalog
 from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
@@ -63,6 +66,7 @@ from .forms import WorkloadForm
 from .i18n import LANGUAGES, language, set_language, tr
 from .presenter import (
     DETECTED_PREFIX,
+    VERDICT_TITLES,
     EstimateView,
     Evaluation,
     FormValues,
@@ -71,6 +75,7 @@ from .presenter import (
     form_from_scenario,
     gib,
     scenario_from_form,
+    set_unit,
 )
 from .widgets import ComponentTableModel, Legend, StatCard
 from .workers import TaskRunner
@@ -86,6 +91,16 @@ MAX_RECENT = 10
 MODEL_FILE_SUFFIXES = (".gguf", ".json")
 #: milliseconds of quiet before the current work is autosaved
 AUTOSAVE_DELAY_MS = 1500
+#: milliseconds of quiet before the advice (smallest changes, max context) is computed on a worker
+ADVICE_DELAY_MS = 60
+#: changes listed under a "does not fit" verdict
+MAX_CHANGES = 4
+LIMITS = {
+    "memory": "memory",
+    "model context": "the model's context length",
+    "search limit": "the search limit",
+    "nothing fits": "nothing fits",
+}
 #: Export menu: (format, menu text, file filter, default suffix)
 EXPORTS = (
     ("png", "Chart as PNG (high-DPI)…", "PNG images (*.png)", ".png"),
@@ -108,6 +123,24 @@ def _default_hub(query: str, cancel: threading.Event) -> HubAnswer:
 
 def _default_local(query: str) -> list[SearchResult]:
     return local_results(query, limit=40)
+
+
+def _seconds(s: float) -> str:
+    """A duration the way people say it: 480 ms, 2.4 s, 3.1 min."""
+    if s < 1:
+        return f"{s * 1000:,.0f} ms"
+    if s < 120:
+        return f"{s:,.1f} s"
+    return f"{s / 60:,.1f} min"
+
+
+def _fits(data: dict[str, Any], facts: ModelFacts, gpu: GpuSpec, headroom: float) -> bool:
+    """Whether a solver's scenario also fits with a headroom of the user's own."""
+    try:
+        fit = estimate(Scenario.model_validate(data), facts, gpu, headroom_fraction=headroom).fit
+    except (ValueError, LookupError):
+        return False
+    return fit is not None and fit.verdict == "fits"
 
 
 def droppable_path(path: Path) -> bool:
@@ -163,6 +196,17 @@ class MainWindow(QMainWindow):
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self.estimate_now)
+        self._advice_timer = QTimer(self)
+        self._advice_timer.setSingleShot(True)
+        self._advice_timer.setInterval(ADVICE_DELAY_MS)
+        self._advice_timer.timeout.connect(self.advise_now)
+        #: what the advice worker last answered (for the tests): {"changes": ChangesResult | None, "max": ...}
+        self.advice: dict[str, Any] = {}
+        self.performance: Performance | None = None
+        self.headroom_fraction: float | None = None
+        self._advice_ev: Evaluation | None = None
+        self._change_options: list[Any] = []
+        self.load_display_settings()
 
         self.setWindowTitle("vramdesk")
         self.setStyleSheet(theme.style_sheet(theme.current()))
@@ -206,6 +250,9 @@ class MainWindow(QMainWindow):
         self.detect_runner = self._runner("detect")
         self.detect_runner.finished.connect(self._on_detected)
         self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
+        self.advice_runner = self._runner("advice")
+        self.advice_runner.finished.connect(self._on_advice)
+        self.advice_runner.failed.connect(self._on_advice_failed)
 
         self.estimated.connect(self._after_estimate)
         self.resize(*WINDOW_SIZE)
@@ -263,6 +310,26 @@ class MainWindow(QMainWindow):
         vl.addLayout(head)
         vl.addWidget(self.message_label)
         vl.addWidget(self.gpu_chips)
+        self.advice_box = QWidget(self.verdict_frame)
+        self.advice_box.setAccessibleName(tr("Changes that make it fit"))
+        al = QVBoxLayout(self.advice_box)
+        al.setContentsMargins(0, 4, 0, 0)
+        al.setSpacing(2)
+        self.advice_caption = QLabel(tr("Smallest changes that make it fit (click one to apply it):"))
+        self.advice_caption.setObjectName("caption")
+        al.addWidget(self.advice_caption)
+        self.advice_buttons: list[QPushButton] = []
+        for i in range(MAX_CHANGES):
+            b = QPushButton("", self.advice_box)
+            b.setFlat(True)
+            b.setCursor(Qt.CursorShape.PointingHandCursor)
+            b.setStyleSheet("QPushButton { text-align: left; padding: 1px 4px; }")
+            b.clicked.connect(partial(self.apply_change, i))
+            b.setVisible(False)
+            al.addWidget(b)
+            self.advice_buttons.append(b)
+        self.advice_box.setVisible(False)
+        vl.addWidget(self.advice_box)
         layout.addWidget(self.verdict_frame)
 
         stats = QHBoxLayout()
@@ -285,6 +352,11 @@ class MainWindow(QMainWindow):
             card.setAccessibleName(card.caption.text())
             stats.addWidget(card, 1)
         layout.addLayout(stats)
+        self.speed_label = QLabel("")
+        self.speed_label.setObjectName("caption")
+        self.speed_label.setAccessibleName(tr("Speed"))
+        self.speed_label.setVisible(False)
+        layout.addWidget(self.speed_label)
 
         charts = QHBoxLayout()
         charts.setSpacing(8)
@@ -532,15 +604,23 @@ class MainWindow(QMainWindow):
             self.resolve_runner.cancel()
             self._resolving = None
         ev = evaluate_form(
-            self._scenario, form, resolve=self._known_facts, find_gpu=resolve_gpu, detected=self._detected_specs
+            self._scenario,
+            form,
+            resolve=self._known_facts,
+            find_gpu=resolve_gpu,
+            detected=self._detected_specs,
+            headroom_fraction=self.headroom_fraction,
         )
         self.evaluation = ev
         if ev.view is not None:
             self._show_view(ev.view)
+            self._show_speed(ev)
             self.form.set_problem(None)
         else:
             self._show_error(ev.error or "unknown error")
             self.form.set_problem(ev.error)
+            self.speed_label.setVisible(False)
+        self._request_advice(ev)
         facts = self._facts.get(form.model)
         if facts is None and self._catalog.find(form.model) is not None:
             facts = self._catalog.facts(form.model)
@@ -550,10 +630,153 @@ class MainWindow(QMainWindow):
         self.estimated.emit(ev)
         return ev
 
+    # ------------------------------------------------------------------ speed and advice
+    def _gpu_spec(self, ev: Evaluation) -> GpuSpec | None:
+        """The GPU the verdict of ``ev`` used (a detected one with its free memory, or a catalog GPU)."""
+        if ev.scenario is None:
+            return None
+        key = self.form.values().gpu
+        if key is not None and key in self._detected_specs:
+            return self._detected_specs[key]
+        try:
+            return resolve_gpu(ev.scenario.hardware.gpu)
+        except (LookupError, ValueError):
+            return None
+
+    def _show_speed(self, ev: Evaluation) -> None:
+        """One line of expected speed (decode and time to first token, or the training step) when a GPU is chosen."""
+        self.performance = None
+        gpu = self._gpu_spec(ev)
+        if ev.view is None or ev.scenario is None or gpu is None:
+            self.speed_label.setVisible(False)
+            return
+        try:
+            perf = performance(ev.view.estimate, ev.scenario, self._known_facts(ev.scenario.model.id), gpu)
+        except (PerformanceError, LookupError, ValueError):
+            self.speed_label.setVisible(False)
+            return
+        self.performance = perf
+        parts: list[str] = []
+        if perf.decode_tokens_per_s is not None:
+            parts.append(f"{tr('decode')} {perf.decode_tokens_per_s:,.1f} {tr('tokens/s per sequence')}")
+        if perf.time_to_first_token_s is not None:
+            parts.append(f"{tr('time to first token')} {_seconds(perf.time_to_first_token_s)}")
+        if perf.step_time_s is not None:
+            parts.append(f"{tr('training step')} {_seconds(perf.step_time_s)}")
+        if perf.train_tokens_per_s is not None:
+            parts.append(f"{perf.train_tokens_per_s:,.0f} {tr('tokens/s')}")
+        if not parts:
+            self.speed_label.setVisible(False)
+            return
+        bound = f" — {tr('bound by')} {tr(perf.bound)}"
+        self.speed_label.setText(f"{tr('Speed')}: " + " · ".join(parts) + bound)
+        self.speed_label.setToolTip("\n".join([tr("Assumptions:")] + [f"• {a}" for a in perf.assumptions]))
+        self.speed_label.setVisible(True)
+
+    def _request_advice(self, ev: Evaluation) -> None:
+        """Clear the advice of the previous estimate and compute the new one on a worker after a short pause."""
+        self._advice_ev = ev
+        gpu = self._gpu_spec(ev) if ev.view is not None else None
+        if gpu is None or ev.view is None or ev.view.verdict != "does not fit":
+            self._show_changes(None)
+        if gpu is None or ev.view is None:
+            self._advice_timer.stop()
+            self.advice_runner.cancel()
+            self.advice = {}
+            self.form.show_max_length("input_len", None, "")
+            return
+        self._advice_timer.start()
+
+    def advise_now(self) -> int | None:
+        """Submit the advice job for the last estimate (smallest changes when it does not fit, max context)."""
+        self._advice_timer.stop()
+        ev = self._advice_ev
+        if ev is None or ev.view is None or ev.scenario is None:
+            return None
+        gpu = self._gpu_spec(ev)
+        if gpu is None:
+            return None
+        scenario = ev.scenario
+        facts = self._known_facts(scenario.model.id)
+        field = "seq_len" if scenario.workload.kind == "finetune" else "input_len"
+        wants_changes = ev.view.verdict == "does not fit"
+        headroom = self.headroom_fraction
+
+        def job(_cancel: threading.Event) -> dict[str, Any]:
+            out: dict[str, Any] = {"scenario": scenario, "field": field, "changes": None, "max": None}
+            try:
+                out["max"] = maximize(scenario, facts, gpu, field)
+            except (SolveError, ValueError, LookupError) as err:
+                out["max_error"] = str(err)
+            if wants_changes and not _cancel.is_set():
+                found = smallest_changes(scenario, facts, gpu, limit=MAX_CHANGES + 4)
+                if headroom is not None:
+                    # the solver uses the core's default headroom: keep what also fits with the user's own
+                    kept = tuple(o for o in found.options if _fits(o.scenario, facts, gpu, headroom))
+                    found = found.model_copy(update={"options": kept})
+                out["changes"] = found
+            return out
+
+        return self.advice_runner.submit(job, label=scenario.model.id)
+
+    def _on_advice(self, result: dict[str, Any]) -> None:
+        self.advice = result
+        r: SolveResult | None = result.get("max")
+        if r is None:
+            self.form.show_max_length(result["field"], None, result.get("max_error", ""))
+        else:
+            limit = tr(LIMITS.get(r.limited_by, r.limited_by))
+            note = (
+                "\n" + tr("(solved with the default headroom, not the one in Settings)")
+                if self.headroom_fraction is not None
+                else ""
+            )
+            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{r.message}{note}")
+        self._show_changes(result.get("changes"))
+
+    def _on_advice_failed(self, error: object) -> None:
+        self.advice = {"error": error}
+        self.form.show_max_length("input_len", None, "")
+        self._show_changes(None)
+
+    def _show_changes(self, changes: ChangesResult | None) -> None:
+        options = list(changes.options[:MAX_CHANGES]) if changes is not None else []
+        self._change_options = options
+        for i, b in enumerate(self.advice_buttons):
+            if i < len(options):
+                o = options[i]
+                speed = f", {o.tokens_per_s:,.1f} {tr('tokens/s')}" if o.tokens_per_s else ""
+                b.setText(
+                    f"→ {o.summary}: {gib(o.device_bytes)} ({tr(VERDICT_TITLES.get(o.verdict, o.verdict))}{speed})"
+                )
+                b.setToolTip(f"{tr('cost')} {o.cost:g} ({tr('quality + speed, lower is better')})")
+                b.setVisible(True)
+            else:
+                b.setVisible(False)
+        verdict_is_off = self.view is not None and self.view.verdict == "does not fit"
+        if changes is not None and not options and verdict_is_off:
+            self.advice_caption.setText(tr("No single change or pair of changes makes it fit."))
+        else:
+            self.advice_caption.setText(tr("Smallest changes that make it fit (click one to apply it):"))
+        self.advice_box.setVisible(changes is not None and verdict_is_off)
+
+    def apply_change(self, index: int) -> None:
+        """Put the scenario of listed change ``index`` in the form (a detected GPU stays selected)."""
+        options = self._change_options
+        if not 0 <= index < len(options):
+            return
+        scenario = Scenario.model_validate(options[index].scenario)
+        key = self.form.values().gpu
+        self._scenario = scenario
+        self.form.set_values(form_from_scenario(scenario, key if key in self._detected_specs else None))
+        self.estimate_now()
+
     def wait_idle(self, timeout_ms: int = 10_000) -> bool:
         """Process events until no lookup or detection is running (for --screenshot); False on timeout."""
         deadline = time.monotonic() + timeout_ms / 1000
-        while self.pending and time.monotonic() < deadline:
+        while (self.pending or self._advice_timer.isActive() or self.advice_runner.busy) and (
+            time.monotonic() < deadline
+        ):
             QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
             time.sleep(0.002)
         QApplication.processEvents()
@@ -611,7 +834,7 @@ class MainWindow(QMainWindow):
         for g in view.per_gpu:
             color = theme.VERDICT_COLORS.get(g.verdict, theme.VERDICT_COLORS[None])
             chips.append(
-                f'<span style="color:{color}">&#9632;</span>&nbsp;GPU {g.index}: {g.device_bytes / GIB:.2f} GiB '
+                f'<span style="color:{color}">&#9632;</span>&nbsp;GPU {g.index}: {gib(g.device_bytes)} '
                 f"({g.fraction * 100:.0f}%)"
             )
         self.gpu_chips.setText("&nbsp;&nbsp;&nbsp; ".join(chips))
@@ -649,6 +872,17 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self)
         if dialog.exec():
             self.browser.search_now()  # the endpoint or offline mode may have changed
+            self.load_display_settings()
+            self.form.refresh_units()
+            self.estimate_now()
+
+    def load_display_settings(self) -> None:
+        """The memory unit and the verdict's headroom from the saved settings (Settings dialog)."""
+        from .dialogs import saved_headroom_percent, saved_unit
+
+        set_unit(saved_unit())
+        percent = saved_headroom_percent()
+        self.headroom_fraction = None if percent is None else percent / 100
 
     def _set_language(self, code: str) -> None:
         set_language(code, persist=True)
@@ -879,4 +1113,6 @@ class MainWindow(QMainWindow):
         self.browser.shutdown()
         self.resolve_runner.cancel()
         self.detect_runner.cancel()
+        self._advice_timer.stop()
+        self.advice_runner.cancel()
         super().closeEvent(event)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from vramdesk.core.estimate import ModelFacts, estimate
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec
-from vramdesk.core.result import Estimate
+from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
@@ -53,9 +53,29 @@ EXPECTED_ERRORS: tuple[type[Exception], ...] = (ValueError, LookupError)
 VERDICT_TITLES = {"fits": "Fits", "tight": "Tight", "does not fit": "Does not fit"}
 
 
+#: the units the window can show memory in (Settings): binary GiB (2^30 bytes) or decimal GB (10^9 bytes)
+UNITS: dict[str, int] = {"GiB": GIB, "GB": 1_000_000_000}
+_unit = {"name": "GiB"}
+
+
+def set_unit(name: str) -> str:
+    """Show every memory figure of the window in ``name`` ("GiB" or "GB"; anything else means GiB)."""
+    _unit["name"] = name if name in UNITS else "GiB"
+    return _unit["name"]
+
+
+def unit_name() -> str:
+    return _unit["name"]
+
+
+def unit_bytes() -> int:
+    """Bytes in one unit of the window (2^30 for GiB, 10^9 for GB)."""
+    return UNITS[_unit["name"]]
+
+
 def gib(n: float) -> str:
-    """Bytes as GiB with two decimals (the unit everywhere in the window)."""
-    return f"{n / GIB:.2f} GiB"
+    """Bytes in the window's unit with two decimals ("9.85 GiB", or "10.58 GB")."""
+    return f"{n / unit_bytes():.2f} {unit_name()}"
 
 
 def count_text(n: int) -> str:
@@ -242,7 +262,8 @@ class GpuLoad:
     reserved_bytes: int
     device_bytes: int
     verdict: str | None
-    #: device bytes as a fraction of the GPU's memory (0 without a GPU)
+    #: device bytes as a fraction of what the verdict compares with (the engine's budget, free or total memory;
+    #: 0 without a GPU)
     fraction: float
 
 
@@ -312,6 +333,22 @@ def describe_error(err: BaseException) -> str:
     return text or type(err).__name__
 
 
+def fit_message(fit: Fit) -> str:
+    """The core's verdict sentence (:func:`vramdesk.core.fit.verdict`), rebuilt from the :class:`Fit` fields in
+    the window's unit (in GiB it is the core's text)."""
+    need, avail, where = gib(fit.required_bytes), gib(fit.available_bytes), fit.basis
+    if fit.available_bytes <= 0:  # a Fit from before the core recorded what it compared with
+        return fit.message
+    if fit.verdict == "does not fit":
+        return f"needs {need} per GPU but the {fit.gpu} has {avail} {where}: short by {gib(fit.short_bytes)}"
+    if fit.verdict == "tight":
+        return (
+            f"needs {need} of {avail} {where}: less than the {gib(fit.headroom_bytes)} headroom left for the "
+            "display, other processes and allocator spikes"
+        )
+    return f"needs {need} of {avail} {where}; {gib(fit.available_bytes - fit.required_bytes)} to spare"
+
+
 def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> EstimateView:
     names: list[str] = [c.name for c in est.components]
     categories: dict[str, str] = {c.name: c.category for c in est.components}
@@ -346,14 +383,17 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
     if fit is not None:
         verdict: str | None = fit.verdict
         headline = VERDICT_TITLES.get(fit.verdict, fit.verdict.capitalize())
-        message = fit.message
+        message = fit_message(fit)
     else:
         verdict = None
         headline = "No GPU chosen"
         message = f"needs {gib(est.device_bytes)} per GPU; choose a GPU to see whether it fits"
     loads = []
     for share in est.per_gpu:
-        own = fit_verdict(share.device_bytes, gpu).verdict if gpu is not None else None
+        if share.fit is not None:  # the core's own verdict for this GPU (headroom and engine budget included)
+            own: str | None = share.fit.verdict
+        else:
+            own = fit_verdict(share.device_bytes, gpu).verdict if gpu is not None else None
         loads.append(
             GpuLoad(
                 index=share.index,
@@ -361,7 +401,13 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
                 reserved_bytes=share.peak_reserved_bytes,
                 device_bytes=share.device_bytes,
                 verdict=own,
-                fraction=share.device_bytes / gpu.memory_bytes if gpu is not None else 0.0,
+                fraction=(
+                    share.device_bytes / share.fit.available_bytes
+                    if share.fit is not None and share.fit.available_bytes > 0
+                    else share.device_bytes / gpu.memory_bytes
+                    if gpu is not None
+                    else 0.0
+                ),
             )
         )
     return EstimateView(
@@ -395,13 +441,20 @@ GpuResolver = Callable[[str | None], GpuSpec | None]
 
 
 def evaluate_scenario(
-    scenario: Scenario, *, resolve: ModelResolver = resolve_model, find_gpu: GpuResolver = resolve_gpu
+    scenario: Scenario,
+    *,
+    resolve: ModelResolver = resolve_model,
+    find_gpu: GpuResolver = resolve_gpu,
+    headroom_fraction: float | None = None,
 ) -> Evaluation:
-    """Resolve the model and GPU, estimate, and turn the result into view data (or an error line)."""
+    """Resolve the model and GPU, estimate, and turn the result into view data (or an error line).
+
+    ``headroom_fraction`` overrides the verdict's safety margin (a share of the GPU's memory; None = the
+    core's default)."""
     try:
         facts = resolve(scenario.model.id)
         gpu = find_gpu(scenario.hardware.gpu)
-        est = estimate(scenario, facts, gpu)
+        est = estimate(scenario, facts, gpu, headroom_fraction=headroom_fraction)
     except EXPECTED_ERRORS as err:
         return Evaluation(scenario=scenario, error=describe_error(err))
     return Evaluation(scenario=scenario, view=build_view(est, scenario, gpu))
@@ -414,6 +467,7 @@ def evaluate_form(
     resolve: ModelResolver = resolve_model,
     find_gpu: GpuResolver = resolve_gpu,
     detected: Mapping[str, GpuSpec] | None = None,
+    headroom_fraction: float | None = None,
 ) -> Evaluation:
     """What the window does on every change: the form over ``base``, validated, then estimated.
 
@@ -429,8 +483,8 @@ def evaluate_form(
         def find_detected(name: str | None) -> GpuSpec | None:
             return spec
 
-        return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_detected)
-    return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_gpu)
+        return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_detected, headroom_fraction=headroom_fraction)
+    return evaluate_scenario(scenario, resolve=resolve, find_gpu=find_gpu, headroom_fraction=headroom_fraction)
 
 
 def pie_angles(values: list[int] | tuple[int, ...], full: int = 5760) -> list[tuple[int, int]]:

@@ -9,11 +9,9 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
-from vramdesk.core.gpu import GIB
-
 from . import theme
 from .i18n import tr
-from .presenter import Slice
+from .presenter import Slice, unit_bytes, unit_name
 
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -49,7 +47,7 @@ class ComponentTableModel(QAbstractTableModel):
             and role == Qt.ItemDataRole.DisplayRole
             and 0 <= section < len(self.HEADERS)
         ):
-            return tr(self.HEADERS[section])
+            return unit_name() if section == self.GIB_COL else tr(self.HEADERS[section])
         if (
             orientation == Qt.Orientation.Horizontal
             and role == Qt.ItemDataRole.TextAlignmentRole
@@ -69,7 +67,7 @@ class ComponentTableModel(QAbstractTableModel):
             if col == self.CATEGORY:
                 return tr(theme.CATEGORY_LABELS.get(row.category, row.category))
             if col == self.GIB_COL:
-                return f"{row.bytes / GIB:.2f}"
+                return f"{row.bytes / unit_bytes():.2f}"
             if col == self.SHARE:
                 return f"{row.share * 100:.1f}%"
             if col == self.EXPLAIN:
@@ -79,7 +77,8 @@ class ComponentTableModel(QAbstractTableModel):
             return QColor(row.color)
         if role == Qt.ItemDataRole.ToolTipRole:
             return (
-                f"<p><b>{html.escape(row.name)}</b>: {row.bytes / GIB:.2f} GiB ({row.bytes:,} bytes)</p>"
+                f"<p><b>{html.escape(row.name)}</b>: {row.bytes / unit_bytes():.2f} {unit_name()} "
+                f"({row.bytes:,} bytes)</p>"
                 f"<p>{html.escape(row.explain)}</p>"
             )
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (self.GIB_COL, self.SHARE):
