@@ -214,3 +214,24 @@ def test_finetune_options_reach_the_training_estimate() -> None:
     assert d["host_bytes"] > 0 and d["scenario"]["workload"]["lora_dropout"] == 0.1
     code, text = cli(*base)
     assert code == 0 and "trainable" in text
+
+
+def test_nodes_option() -> None:
+    code, text = cli(
+        "estimate",
+        "meta-llama/Llama-3.1-70B",
+        "--mode",
+        "finetune",
+        "--method",
+        "full",
+        "--zero",
+        "3",
+        "--gpus",
+        "8",
+        "--nodes",
+        "2",
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(text)
+    assert data["scenario"]["hardware"]["nodes"] == 2 and len(data["per_gpu"]) == 16

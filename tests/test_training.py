@@ -197,3 +197,39 @@ def test_dora_chunked_loss_and_activation_offload() -> None:
     assert chunked_head < full_head / 3
     off = train(LLAMA, method="lora", seq_len=4096, activation_offload=True)
     assert off.host_bytes > 0 and off.peak_allocated_bytes < lora.peak_allocated_bytes
+
+
+def test_pipeline_stages_hold_embedding_head_and_in_flight_micro_batches() -> None:
+    est = train(LLAMA, method="full", precision="bf16", parallel={"pp": 4, "zero": 1}, gpus=4, grad_accum=8)
+    assert len(est.per_gpu) == 4
+    first, last = est.per_gpu[0], est.per_gpu[-1]
+
+    def part(g: Any, name: str) -> int:
+        return sum(c.bytes for c in g.components if c.name == name)
+
+    # stage 0 keeps 4 micro-batches of its layers' activations, the last stage 1, plus the loss head
+    assert part(first, "activations") == 4 * part(last, "activations")
+    assert part(last, "loss head") > 0 and part(first, "loss head") == 0
+    assert est.fit is None or est.fit.required_bytes == max(g.device_bytes for g in est.per_gpu)
+
+
+def test_nodes_multiply_the_data_parallel_shards() -> None:
+    one_node = train(LLAMA, method="full", precision="bf16", parallel={"zero": 3}, gpus=8)
+    s = Scenario.model_validate(
+        {
+            "model": {"id": LLAMA},
+            "hardware": {"gpu_count": 8, "nodes": 4},
+            "parallelism": {"zero": 3},
+            "workload": {"kind": "finetune", "method": "full", "seq_len": 1024},
+        }
+    )
+    four = estimate(s, default_catalog().facts(LLAMA))
+    assert len(four.per_gpu) == 32
+    states = [
+        next(c.bytes for p in e.phases for c in p.components if c.name == "optimizer states") for e in (one_node, four)
+    ]
+    assert states[1] == pytest.approx(states[0] / 4, rel=1e-6)
+    with pytest.raises(ValueError, match="one machine"):
+        Scenario.model_validate(
+            {"model": {"id": LLAMA}, "hardware": {"gpu_count": 8, "nodes": 2}, "parallelism": {"tp": 16}}
+        )

@@ -45,7 +45,7 @@ _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens"
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
 _PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "offload"}
 _ALL_KEYS = (
-    {"deepspeed"}
+    {"deepspeed", "nodes"}
     | _INFERENCE_KEYS
     | _FINETUNE_KEYS
     | _VLLM_KEYS
@@ -148,7 +148,8 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="move saved activations to CPU memory during the forward",
     )
-    p.add_argument("--gpus", type=_positive, default=None, help="number of GPUs [1]")
+    p.add_argument("--gpus", type=_positive, default=None, help="number of GPUs (per node) [1]")
+    p.add_argument("--nodes", type=_positive, default=None, help="machines with --gpus GPUs each [1]")
     p.add_argument("--gpu", default=None, help="GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'")
     p.add_argument("--tp", type=_positive, default=None)
     p.add_argument("--pp", type=_positive, default=None)
@@ -216,6 +217,8 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
             data.setdefault("hardware", {})["gpu"] = value
         elif key == "gpus":
             data.setdefault("hardware", {})["gpu_count"] = value
+        elif key == "nodes":
+            data.setdefault("hardware", {})["nodes"] = value
         elif key in _PARALLEL_KEYS:
             data.setdefault("parallelism", {})[key] = value
         elif key in _VLLM_KEYS:

@@ -328,7 +328,8 @@ def _estimate_training(
     headroom_fraction: float | None = None,
 ) -> Estimate:
     try:
-        run = training_phases(facts, work, scenario.parallelism, scenario.hardware.gpu_count, scenario.weights)
+        total_gpus = scenario.hardware.gpu_count * scenario.hardware.nodes
+        run = training_phases(facts, work, scenario.parallelism, total_gpus, scenario.weights)
     except (TrainingError, FormatError) as err:
         raise EstimateError(str(err)) from err
     hopper = gpu is not None and gpu.sm_major >= 9
@@ -339,14 +340,21 @@ def _estimate_training(
         category="overhead",
         explain="PyTorch's cuBLAS workspace, inside max_memory_allocated",
     )
-    phases = tuple(Phase(name=p.name, components=(*p.components, ws)) for p in run.phases)
-    peak = max(phases, key=lambda p: p.allocated_bytes)
-    allocated = peak.allocated_bytes
-    act = sum(c.bytes for c in peak.components if c.category in ("activations", "logits"))
-    # caching allocator in training: activations and gradients of many sizes are freed and re-requested every
-    # step; blocks are rounded to 2 MiB and freed blocks rarely fit the next request exactly
-    slack = int(K.TRAIN_FRAGMENTATION * act) + facts.arch.n_layers * 8 * K.ALLOC_ROUND_LARGE // 2
-    reserved = allocated + slack
+
+    def with_ws(ph: list[Phase]) -> tuple[Phase, ...]:
+        return tuple(Phase(name=p.name, components=(*p.components, ws)) for p in ph)
+
+    def levels(ph: tuple[Phase, ...]) -> tuple[Phase, int, int]:
+        top = max(ph, key=lambda p: p.allocated_bytes)
+        act = sum(c.bytes for c in top.components if c.category in ("activations", "logits"))
+        # caching allocator in training: activations and gradients of many sizes are freed and re-requested
+        # every step; blocks are rounded to 2 MiB and freed blocks rarely fit the next request exactly
+        slack = int(K.TRAIN_FRAGMENTATION * act) + facts.arch.n_layers * 8 * K.ALLOC_ROUND_LARGE // 2
+        return top, top.allocated_bytes, top.allocated_bytes + slack
+
+    stage_phases = [with_ws(st) for st in run.stages] or [with_ws(run.phases)]
+    phases = stage_phases[0]
+    peak, allocated, reserved = levels(phases)
     extras = [
         Component(
             name="CUDA context",
@@ -364,14 +372,28 @@ def _estimate_training(
                 explain="NCCL communicator buffers per process (0.5-1.6 GiB reported)",
             )
         )
-    device = reserved + sum(c.bytes for c in extras)
-    per_gpu = tuple(
-        GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
-        for i in range(run.gpus)
-    )
-    fit = verdict(device, gpu, run.gpus, headroom_fraction=headroom_fraction) if gpu is not None else None
-    if fit is not None:
-        per_gpu = tuple(g.model_copy(update={"fit": fit}) for g in per_gpu)
+    extra_bytes = sum(c.bytes for c in extras)
+    device = reserved + extra_bytes
+    # GPUs are numbered stage by stage: each pipeline stage has gpus / pp GPUs that hold the same share
+    per_stage = max(1, run.gpus // len(stage_phases))
+    shares = []
+    for i in range(run.gpus):
+        top, a, r = levels(stage_phases[min(i // per_stage, len(stage_phases) - 1)])
+        shares.append(
+            GpuShare(
+                index=i,
+                peak_allocated_bytes=a,
+                peak_reserved_bytes=r,
+                device_bytes=r + extra_bytes,
+                components=top.components if run.stages else (),
+                fit=verdict(r + extra_bytes, gpu, run.gpus, headroom_fraction=headroom_fraction)
+                if gpu is not None
+                else None,
+            )
+        )
+    per_gpu = tuple(shares)
+    busiest = max(per_gpu, key=lambda g: g.device_bytes)
+    fit = busiest.fit
     c = facts.counts
     params = Params(
         total=c.text,

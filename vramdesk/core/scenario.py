@@ -106,6 +106,8 @@ class Hardware(_Frozen):
     #: GPU catalog name (e.g. "RTX 4090"); None = none chosen (detected GPUs may still be used)
     gpu: str | None = None
     gpu_count: int = Field(default=1, ge=1, le=4096)
+    #: machines, each with gpu_count GPUs (fine-tuning plans that outgrow one machine)
+    nodes: int = Field(default=1, ge=1, le=4096)
 
 
 class Parallelism(_Frozen):
@@ -144,9 +146,17 @@ class Scenario(_Frozen):
     @model_validator(mode="after")
     def _parallel_fits_gpus(self) -> Scenario:
         p = self.parallelism
-        if p.tp * p.pp > self.hardware.gpu_count:
+        total = self.hardware.gpu_count * self.hardware.nodes
+        if p.tp * p.pp > total:
+            where = (
+                f"hardware.gpu_count is {self.hardware.gpu_count}"
+                if self.hardware.nodes == 1
+                else f"{self.hardware.nodes} nodes x {self.hardware.gpu_count} GPUs give {total}"
+            )
+            raise ValueError(f"parallelism: tp ({p.tp}) x pp ({p.pp}) needs {p.tp * p.pp} GPUs but {where}")
+        if p.tp > self.hardware.gpu_count:
             raise ValueError(
-                f"parallelism: tp ({p.tp}) x pp ({p.pp}) needs {p.tp * p.pp} GPUs "
-                f"but hardware.gpu_count is {self.hardware.gpu_count}"
+                f"parallelism: tp ({p.tp}) spans more than one node's {self.hardware.gpu_count} GPUs; tensor "
+                "parallel needs the GPUs of one machine"
             )
         return self

@@ -17,7 +17,7 @@ TP, PP) and offload divide the terms per GPU (see :func:`shard`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import ceil
 from typing import TYPE_CHECKING
 
@@ -305,6 +305,8 @@ class TrainingRun:
     host_bytes: int
     warnings: list[str]
     gpus: int
+    #: pipeline parallel: phases of each stage (every GPU of a stage alike); empty when pp = 1
+    stages: list[list[Phase]] = field(default_factory=list)
 
 
 def training_phases(
@@ -542,7 +544,76 @@ def training_phases(
         )
     if work.method == "qlora" and (par.zero == 3 or par.fsdp):
         warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
-    return TrainingRun(phases=phases, trainable=trainable, host_bytes=round(host), warnings=warnings, gpus=n)
+    stages: list[list[Phase]] = []
+    if pp > 1:
+        stages = _pipeline_stages(facts, phases, pp, work.grad_accum)
+        if work.grad_accum < pp:
+            warnings.append(
+                f"pipeline parallel {pp} with {work.grad_accum} micro-batch(es) per step: the pipeline is mostly "
+                "bubble; 1F1B needs at least as many micro-batches as stages to fill it"
+            )
+    return TrainingRun(
+        phases=phases,
+        trainable=trainable,
+        host_bytes=round(host),
+        warnings=warnings,
+        gpus=n,
+        stages=stages,
+    )
+
+
+def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batches: int) -> list[list[Phase]]:
+    """Per stage (1F1B): stage s holds its share of the layers (stage 0 also the embedding, the last one the
+    lm_head) and min(pp - s, micro-batches) micro-batches of activations in flight; only the last stage
+    computes the logits and the loss. The uniform phases describe 1/pp of the parameters and stage 0's
+    activations; this scales them per stage."""
+    layout = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
+    n_layers = facts.arch.n_layers
+    total = max(1, layout.total)
+    shares = []
+    for s, layers in enumerate(_split(n_layers, pp)):
+        part = sum(layout.per_layer.get(i, 0) for i in layers)
+        part += (layout.embedding + layout.other) if s == 0 else 0
+        part += layout.head if s == pp - 1 else 0
+        shares.append(part / total)
+    out = []
+    for s, share in enumerate(shares):
+        in_flight = min(pp - s, max(1, micro_batches))
+        scaled = []
+        for phase in phases:
+            comps = []
+            for c in phase.components:
+                if c.category in ("weights", "gradients", "optimizer") and c.name != "gathered layer parameters":
+                    comps.append(c.model_copy(update={"bytes": round(c.bytes * share * pp)}))
+                elif c.name == "activations":
+                    value = round(c.bytes * in_flight / pp)
+                    comps.append(
+                        c.model_copy(
+                            update={
+                                "bytes": value,
+                                "explain": f"{c.explain}; pipeline stage {s}: 1/{pp} of the layers, "
+                                f"{in_flight} micro-batch(es) in flight (1F1B)",
+                            }
+                        )
+                    )
+                elif c.category == "logits":
+                    if s == pp - 1:
+                        comps.append(c)
+                else:
+                    comps.append(c)
+            scaled.append(Phase(name=phase.name, components=tuple(comps)))
+        out.append(scaled)
+    return out
+
+
+def _split(n: int, parts: int) -> list[range]:
+    base, extra = divmod(n, parts)
+    out, start = [], 0
+    for g in range(parts):
+        size = base + (1 if g < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
 
 
 def describe(run: TrainingRun) -> str:
