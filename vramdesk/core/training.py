@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .dtypes import FormatError, parse_weight_format
 from .gpu import GIB, MIB
+from .inference import split_layers
 from .inventory import Tensor
 from .result import Category, Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
@@ -571,7 +572,7 @@ def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batc
     n_layers = facts.arch.n_layers
     total = max(1, layout.total)
     shares = []
-    for s, layers in enumerate(_split(n_layers, pp)):
+    for s, layers in enumerate(split_layers(n_layers, pp)):
         part = sum(layout.per_layer.get(i, 0) for i in layers)
         part += (layout.embedding + layout.other) if s == 0 else 0
         part += layout.head if s == pp - 1 else 0
@@ -603,16 +604,6 @@ def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batc
                     comps.append(c)
             scaled.append(Phase(name=phase.name, components=tuple(comps)))
         out.append(scaled)
-    return out
-
-
-def _split(n: int, parts: int) -> list[range]:
-    base, extra = divmod(n, parts)
-    out, start = [], 0
-    for g in range(parts):
-        size = base + (1 if g < extra else 0)
-        out.append(range(start, start + size))
-        start += size
     return out
 
 

@@ -84,54 +84,63 @@ class WeightBytes:
         return 8.0 * self.total / self.params if self.params else 0.0
 
 
+class _Tally:
+    """Sums priced tensors into a :class:`WeightBytes` (by role, by layer, embedding / head / rest)."""
+
+    def __init__(self) -> None:
+        self.total = self.params = self.quantized = self.largest = self.largest_dq = 0
+        self.by_role: dict[str, int] = {}
+        self.per_layer: dict[int, int] = {}
+        self.embedding = self.head = self.other = 0
+
+    def add(self, t: Tensor, nbytes: int, quantized: bool) -> None:
+        n = t.numel
+        self.params += n
+        if quantized:
+            self.quantized += n
+            self.largest_dq = max(self.largest_dq, 2 * (n // t.shape[0] if len(t.shape) == 3 else n))
+        self.total += nbytes
+        self.by_role[t.role] = self.by_role.get(t.role, 0) + nbytes
+        self.largest = max(self.largest, nbytes)
+        if t.layer is not None:
+            self.per_layer[t.layer] = self.per_layer.get(t.layer, 0) + nbytes
+        elif t.role == "embedding":
+            self.embedding += nbytes
+        elif t.role == "lm_head" or (t.role == "bias" and t.name.startswith(("lm_head", "embed_out"))):
+            self.head += nbytes
+        else:
+            self.other += nbytes
+
+    def result(self) -> WeightBytes:
+        return WeightBytes(
+            total=self.total,
+            by_role=self.by_role,
+            params=self.params,
+            quantized_params=self.quantized,
+            largest_tensor=self.largest,
+            largest_dequant=self.largest_dq,
+            per_layer=self.per_layer,
+            embedding=self.embedding,
+            head=self.head,
+            other=self.other,
+        )
+
+
 def stored_weight_bytes(tensors: tuple[Tensor, ...], parts: frozenset[str]) -> WeightBytes:
     """Bytes exactly as a checkpoint stores them (tensors read from safetensors / GGUF headers carry
     ``stored_bytes``; any without it count 2 bytes per element)."""
-    total = params = quantized = largest = largest_dq = 0
-    by_role: dict[str, int] = {}
-    per_layer: dict[int, int] = {}
-    embedding = head = other = 0
+    tally = _Tally()
     for t in tensors:
         if t.part not in parts:
             continue
         nbytes = t.stored_bytes if t.stored_bytes is not None else 2 * t.numel
-        n = t.numel
-        params += n
-        if t.stored_dtype and t.stored_dtype.upper() not in ("BF16", "F16", "F32", "F64"):
-            quantized += n
-            largest_dq = max(largest_dq, 2 * (n // t.shape[0] if len(t.shape) == 3 else n))
-        total += nbytes
-        by_role[t.role] = by_role.get(t.role, 0) + nbytes
-        largest = max(largest, nbytes)
-        if t.layer is not None:
-            per_layer[t.layer] = per_layer.get(t.layer, 0) + nbytes
-        elif t.role == "embedding":
-            embedding += nbytes
-        elif t.role == "lm_head":
-            head += nbytes
-        else:
-            other += nbytes
-    return WeightBytes(
-        total=total,
-        by_role=by_role,
-        params=params,
-        quantized_params=quantized,
-        largest_tensor=largest,
-        largest_dequant=largest_dq,
-        per_layer=per_layer,
-        embedding=embedding,
-        head=head,
-        other=other,
-    )
+        quantized = bool(t.stored_dtype) and str(t.stored_dtype).upper() not in ("BF16", "F16", "F32", "F64")
+        tally.add(t, nbytes, quantized)
+    return tally.result()
 
 
 def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozenset[str], n_layers: int) -> WeightBytes:
-    total = 0
-    by_role: dict[str, int] = {}
-    params = quantized = 0
-    largest = largest_dq = 0
-    per_layer: dict[int, int] = {}
-    embedding = head = other = 0
+    tally = _Tally()
     gguf = fmt.kind == "gguf"
     # Outside GGUF a tensor's bytes depend on its layer index only through skip patterns that name a layer;
     # when none does, identical tensors of different layers are priced once (cold estimates 1.1 -> 0.7 ms)
@@ -143,8 +152,6 @@ def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozense
         if t.part not in parts:
             continue
         name = gguf_name(t.name) if gguf else t.name
-        n = t.numel
-        params += n
         key = (_LAYER_INDEX.sub(".#.", name), t.role, t.shape) if memo is not None else None
         hit = memo.get(key) if memo is not None and key is not None else None
         if hit is not None:
@@ -160,30 +167,5 @@ def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozense
             q = fmt.is_quantized(name, t.role, shape=t.shape)
         if memo is not None and key is not None and hit is None:
             memo[key] = (nbytes, q)
-        if q:
-            quantized += n
-            per_matrix = n // t.shape[0] if len(t.shape) == 3 else n
-            largest_dq = max(largest_dq, per_matrix * 2)
-        total += nbytes
-        by_role[t.role] = by_role.get(t.role, 0) + nbytes
-        largest = max(largest, nbytes)
-        if t.layer is not None:
-            per_layer[t.layer] = per_layer.get(t.layer, 0) + nbytes
-        elif t.role == "embedding":
-            embedding += nbytes
-        elif t.role == "lm_head" or (t.role == "bias" and t.name.startswith(("lm_head", "embed_out"))):
-            head += nbytes
-        else:
-            other += nbytes
-    return WeightBytes(
-        total=total,
-        by_role=by_role,
-        params=params,
-        quantized_params=quantized,
-        largest_tensor=largest,
-        largest_dequant=largest_dq,
-        per_layer=per_layer,
-        embedding=embedding,
-        head=head,
-        other=other,
-    )
+        tally.add(t, nbytes, q)
+    return tally.result()
