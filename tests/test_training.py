@@ -233,3 +233,13 @@ def test_nodes_multiply_the_data_parallel_shards() -> None:
         Scenario.model_validate(
             {"model": {"id": LLAMA}, "hardware": {"gpu_count": 8, "nodes": 2}, "parallelism": {"tp": 16}}
         )
+
+
+@pytest.mark.parametrize("ckpt", [True, False])
+def test_activation_offload_never_raises_gpu_activations(ckpt: bool) -> None:
+    def acts(offload: bool) -> tuple[int, int]:
+        e = train(QWEN, method="lora", seq_len=4096, grad_checkpointing=ckpt, activation_offload=offload)
+        return next(c.bytes for p in e.phases for c in p.components if c.name == "activations"), e.host_bytes
+
+    (kept, _), (gpu, host) = acts(False), acts(True)
+    assert gpu <= kept and host > 0 and gpu + host == kept

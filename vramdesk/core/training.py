@@ -223,11 +223,16 @@ def activations(
         total = sum(per_layer) + outside + amp_copies
         how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
     if work.activation_offload:
-        # saved activations stream to CPU memory as the forward goes; the GPU holds the layer being computed
-        # and the one in transfer, plus what is recomputed in backward
-        host = total
-        total = 2 * max(per_layer) + outside + amp_copies
-        how += f"; activation offloading: {host / GIB:.2f} GiB moved to CPU memory, two layers stay on the GPU"
+        # saved tensors stream to CPU memory as the forward goes; the GPU keeps the layer being computed (or
+        # recomputed, with checkpointing) and the one in transfer
+        in_transfer = 2 * arch.hidden * tokens if work.grad_checkpointing else max(per_layer)
+        on_gpu = min(total, max(per_layer) + in_transfer + outside + amp_copies)
+        host = total - on_gpu
+        total = on_gpu
+        how += (
+            f"; activation offloading: {host / GIB:.2f} GiB moved to CPU memory, the current layer and the one in "
+            "transfer stay"
+        )
     if extras:
         how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
         how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""

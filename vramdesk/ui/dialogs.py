@@ -1,4 +1,5 @@
-"""The settings dialog: language, memory unit, verdict headroom, Hub endpoint, offline mode and the HF token.
+"""The settings dialog (language, memory unit, verdict headroom, Hub endpoint, offline mode, the HF token) and
+the "Explain" dialog of one breakdown component.
 
 Endpoint, offline mode and language are saved with QSettings and applied to this process's environment
 (``HF_ENDPOINT``, ``HF_HUB_OFFLINE``: the Hub client reads them when it runs). The token is only put in
@@ -8,8 +9,10 @@ this process's ``HF_TOKEN`` for the session: it is never saved, never written to
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,11 +22,15 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from . import theme
 from .i18n import LANGUAGES, language, set_language, tr
+from .presenter import Slice, unit_bytes, unit_name
 
 ENDPOINT_KEY = "hub/endpoint"
 OFFLINE_KEY = "hub/offline"
@@ -144,3 +151,52 @@ class SettingsDialog(QDialog):
         if token:
             os.environ["HF_TOKEN"] = token
         self.token_edit.clear()
+
+
+def explain_text(row: Slice, constants: Mapping[str, str], peak_phase: str = "") -> str:
+    """Plain text for the Explain dialog: the component, its full explanation and the estimate's constants."""
+    size = f"{row.bytes / unit_bytes():.2f} {unit_name()} ({row.bytes:,} {tr('bytes')}, {row.share * 100:.1f}%)"
+    category = tr(theme.CATEGORY_LABELS.get(row.category, row.category))
+    lines = [f"{row.name}: {size}", f"{tr('Category')}: {category}"]
+    if peak_phase:
+        lines.append(f"{tr('Peak phase')}: {peak_phase}")
+    lines += ["", tr("Where the number comes from") + ":", row.explain, "", tr("Constants and sources") + ":"]
+    lines += [f"• {name}: {source}" for name, source in constants.items()] or [tr("(none)")]
+    return "\n".join(lines)
+
+
+class ExplainDialog(QDialog):
+    """One breakdown component in full: its explanation and the constants (with sources) of the estimate.
+
+    The text is read-only but selectable; Copy puts all of it on the clipboard."""
+
+    def __init__(
+        self, row: Slice, constants: Mapping[str, str], peak_phase: str = "", parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(f"{tr('Explain')}: {row.name}")
+        self.setObjectName("explainDialog")
+        self.text = explain_text(row, constants, peak_phase)
+        self.view = QPlainTextEdit(self)
+        self.view.setReadOnly(True)
+        self.view.setPlainText(self.text)
+        self.view.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.view.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.view.setAccessibleName(tr("Where the number comes from"))
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self.view.setFont(font)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        self.copy_button = QPushButton(tr("Copy"), self)
+        self.copy_button.setToolTip(tr("Copy the explanation and the sources to the clipboard"))
+        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.copy_button.clicked.connect(self.copy)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.view)
+        layout.addWidget(buttons)
+        self.resize(720, 460)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text)

@@ -220,6 +220,39 @@ class WorkloadForm(QWidget):
         self.lora_rank_spin = _spin(1, 65536, tr("LoRA rank r: adapter size grows linearly with it"))
         self.lora_targets_edit = QLineEdit()
         self.lora_targets_edit.setToolTip(tr("all-linear, or a comma list of modules: q,k,v,o,gate,up,down"))
+        self.lora_dropout_spin = QDoubleSpinBox()
+        self.lora_dropout_spin.setRange(0.0, 0.95)
+        self.lora_dropout_spin.setSingleStep(0.05)
+        self.lora_dropout_spin.setDecimals(2)
+        self.lora_dropout_spin.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.lora_dropout_spin.setSpecialValueText(tr("off"))
+        self.lora_dropout_spin.setToolTip(
+            tr(
+                "LoRA dropout probability. Above 0, PEFT saves a 1-byte dropout mask per adapted input "
+                "element for backward: more activation memory"
+            )
+        )
+        self.dora_check = QCheckBox(tr("DoRA (weight-decomposed LoRA)"))
+        self.dora_check.setToolTip(
+            tr(
+                "DoRA adds a magnitude vector per adapted matrix, keeps the base and rescaled outputs for "
+                "backward (4 B per adapted output) and builds one fp32 weight for its norm: more memory than LoRA"
+            )
+        )
+        self.chunked_loss_check = QCheckBox(tr("chunked cross-entropy"))
+        self.chunked_loss_check.setToolTip(
+            tr(
+                "Computes the loss in 8 chunks (torchtune, Liger): the fp32 log-softmax and its gradient exist "
+                "for one chunk at a time, so the loss head shrinks (most with large vocabularies)"
+            )
+        )
+        self.activation_offload_check = QCheckBox(tr("activation offloading"))
+        self.activation_offload_check.setToolTip(
+            tr(
+                "Saved activations move to CPU memory during the forward (torchtune, DeepSpeed): the GPU keeps "
+                "about two layers' worth; the rest counts as host memory, and steps get slower"
+            )
+        )
         ft_page = QWidget()
         fl2 = QFormLayout(ft_page)
         self._tune(fl2)
@@ -234,6 +267,10 @@ class WorkloadForm(QWidget):
         fl2.addRow(self.checkpointing_check)
         fl2.addRow(tr("LoRA rank"), self.lora_rank_spin)
         fl2.addRow(tr("LoRA targets"), self.lora_targets_edit)
+        fl2.addRow(tr("LoRA dropout"), self.lora_dropout_spin)
+        fl2.addRow(self.dora_check)
+        fl2.addRow(self.chunked_loss_check)
+        fl2.addRow(self.activation_offload_check)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(inf_page, tr("Inference"))
@@ -324,10 +361,14 @@ class WorkloadForm(QWidget):
         ):
             spin.valueChanged.connect(self._on_changed)
         self.vllm_util_spin.valueChanged.connect(self._on_changed)
+        self.lora_dropout_spin.valueChanged.connect(self._on_changed)
         for check in (
             self.vllm_eager_check,
             self.llama_fa_check,
             self.checkpointing_check,
+            self.dora_check,
+            self.chunked_loss_check,
+            self.activation_offload_check,
             self.fsdp_check,
         ):
             check.toggled.connect(self._on_changed)
@@ -426,6 +467,8 @@ class WorkloadForm(QWidget):
         adapters = self.method_combo.currentData() in ("lora", "qlora")
         self.lora_rank_spin.setEnabled(adapters)
         self.lora_targets_edit.setEnabled(adapters)
+        self.lora_dropout_spin.setEnabled(adapters)
+        self.dora_check.setEnabled(adapters)
 
     @property
     def mode(self) -> str:
@@ -458,6 +501,10 @@ class WorkloadForm(QWidget):
             grad_checkpointing=self.checkpointing_check.isChecked(),
             lora_rank=self.lora_rank_spin.value(),
             lora_targets=self.lora_targets_edit.text().strip() or "all-linear",
+            lora_dropout=round(self.lora_dropout_spin.value(), 4),
+            dora=self.dora_check.isChecked(),
+            chunked_loss=self.chunked_loss_check.isChecked(),
+            activation_offload=self.activation_offload_check.isChecked(),
             tp=self.tp_spin.value(),
             pp=self.pp_spin.value(),
             zero=int(self.zero_combo.currentData()),
@@ -493,6 +540,10 @@ class WorkloadForm(QWidget):
             self.checkpointing_check.setChecked(form.grad_checkpointing)
             self.lora_rank_spin.setValue(form.lora_rank)
             self.lora_targets_edit.setText(form.lora_targets)
+            self.lora_dropout_spin.setValue(form.lora_dropout)
+            self.dora_check.setChecked(form.dora)
+            self.chunked_loss_check.setChecked(form.chunked_loss)
+            self.activation_offload_check.setChecked(form.activation_offload)
             self.tp_spin.setValue(form.tp)
             self.pp_spin.setValue(form.pp)
             select(self.zero_combo, form.zero)

@@ -374,7 +374,18 @@ class MainWindow(QMainWindow):
         layout.addLayout(charts, 5)
 
         self.legend = Legend(box)
-        layout.addWidget(self.legend)
+        self.explain_button = QPushButton(tr("Explain…"), box)
+        self.explain_button.setToolTip(
+            tr("The selected component's full explanation and the constants used, with their sources")
+        )
+        self.explain_button.clicked.connect(lambda _checked=False: self.explain_component())
+        legend_row = QHBoxLayout()
+        legend_row.setSpacing(8)
+        legend_row.addWidget(self.legend, 1)
+        legend_row.addWidget(self.explain_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(legend_row)
+        #: the open Explain dialog, if any
+        self.explain_dialog: Any = None
 
         self.table_model = ComponentTableModel(self)
         self.table = QTableView(box)
@@ -388,6 +399,8 @@ class MainWindow(QMainWindow):
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(ROW_HEIGHT)
         self.table.setShowGrid(False)
+        self.table.setToolTip(tr("Double-click a row for its full explanation and sources"))
+        self.table.doubleClicked.connect(lambda index: self.explain_component(index.row()))
         header = self.table.horizontalHeader()
         header.setHighlightSections(False)
         header.setStretchLastSection(True)
@@ -859,6 +872,32 @@ class MainWindow(QMainWindow):
             self.status_label.setText(text)
 
     # ------------------------------------------------------------------ comfort
+    def explain_component(self, row: int | None = None) -> Any:
+        """Open the Explain dialog for breakdown row ``row`` (None: the selected row, else the largest
+        component). Returns the dialog, or None when there is no estimate to explain."""
+        from .dialogs import ExplainDialog
+
+        rows = self.table_model.rows
+        if self.view is None or not rows:
+            return None
+        if row is None:
+            selected = self.table.selectionModel().selectedRows()
+            row = selected[0].row() if selected else max(range(len(rows)), key=lambda i: rows[i].bytes)
+        if not 0 <= row < len(rows):
+            return None
+        if self.explain_dialog is not None:
+            self.explain_dialog.close()
+        dialog = ExplainDialog(rows[row], self.view.estimate.constants, self.view.peak_phase, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.finished.connect(lambda _result, d=dialog: self._forget_explain(d))
+        self.explain_dialog = dialog
+        dialog.show()
+        return dialog
+
+    def _forget_explain(self, dialog: Any) -> None:
+        if self.explain_dialog is dialog:
+            self.explain_dialog = None
+
     def focus_search(self) -> None:
         self.browser.search_box.setFocus()
         self.browser.search_box.selectAll()

@@ -120,6 +120,11 @@ class FormValues:
     grad_checkpointing: bool = True
     lora_rank: int = 16
     lora_targets: str = "all-linear"
+    #: LoRA dropout probability (LoRA / QLoRA only)
+    lora_dropout: float = 0.0
+    dora: bool = False
+    chunked_loss: bool = False
+    activation_offload: bool = False
     # parallelism
     tp: int = 1
     pp: int = 1
@@ -164,6 +169,10 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         grad_checkpointing=ft.grad_checkpointing,
         lora_rank=ft.lora_rank,
         lora_targets=",".join(ft.lora_targets),
+        lora_dropout=ft.lora_dropout,
+        dora=ft.dora,
+        chunked_loss=ft.chunked_loss,
+        activation_offload=ft.activation_offload,
         tp=par.tp,
         pp=par.pp,
         zero=par.zero,
@@ -201,6 +210,10 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             attention=form.attention,
             lora_rank=form.lora_rank,
             lora_targets=targets,
+            lora_dropout=form.lora_dropout,
+            dora=form.dora,
+            chunked_loss=form.chunked_loss,
+            activation_offload=form.activation_offload,
         )
     else:
         work = dict(old) if old.get("kind", "inference") == "inference" else {"kind": "inference"}
@@ -223,11 +236,19 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             llamacpp=llama,
         )
     data["workload"] = work
-    data["parallelism"] = {"tp": form.tp, "pp": form.pp, "zero": form.zero, "fsdp": form.fsdp, "offload": form.offload}
+    data["parallelism"] = {
+        **data["parallelism"],
+        "tp": form.tp,
+        "pp": form.pp,
+        "zero": form.zero,
+        "fsdp": form.fsdp,
+        "offload": form.offload,
+    }
     gpu = form.gpu
     if gpu is not None and detected and gpu in detected:
         gpu = detected[gpu].name
-    data["hardware"] = {"gpu": gpu, "gpu_count": form.gpu_count}
+    # fields of the hardware the form does not show (a node count, ...) are kept
+    data["hardware"] = {**data["hardware"], "gpu": gpu, "gpu_count": form.gpu_count}
     return Scenario.model_validate(data)
 
 

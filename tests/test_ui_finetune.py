@@ -1,0 +1,290 @@
+"""The Fine-tune tab's memory options (LoRA dropout, DoRA, chunked cross-entropy, activation offloading) and the
+Explain dialog of a breakdown row.
+
+Every option goes form -> presenter -> scenario -> core; each test compares the window with the core's own
+estimate of the same scenario, so the UI never invents a number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtGui import QGuiApplication
+
+from vramdesk.core.estimate import estimate
+from vramdesk.core.result import Estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import default_catalog
+from vramdesk.services.nvml import DetectionResult
+from vramdesk.storage.scenarios import save_scenario
+from vramdesk.ui import app as ui_app
+from vramdesk.ui import i18n
+from vramdesk.ui.dialogs import ExplainDialog, explain_text
+from vramdesk.ui.main_window import MainWindow
+from vramdesk.ui.presenter import FormValues, evaluate_scenario, form_from_scenario, scenario_from_form
+
+MODEL = "Qwen/Qwen3-4B"
+GPU = "H100 SXM"
+
+
+@pytest.fixture(autouse=True)
+def _own_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("VRAMDESK_LANG", "en")
+    QStandardPaths.setTestModeEnabled(True)
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
+    yield
+
+
+def finetune(**work: object) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "workload": {"kind": "finetune", "method": "lora", "seq_len": 4096, **work},
+            "hardware": {"gpu": GPU},
+        }
+    )
+
+
+def core(s: Scenario) -> Estimate:
+    cat = default_catalog()
+    return estimate(s, cat.facts(s.model.id), cat.gpu(GPU))
+
+
+def part(est: Estimate, name: str) -> int:
+    """The largest size of component ``name`` over every phase."""
+    return max(c.bytes for p in est.phases for c in p.components if c.name == name)
+
+
+def make_window(qtbot, s: Scenario) -> MainWindow:
+    ui_app.ensure_app()
+    w = MainWindow(s, detect=lambda: DetectionResult(reason="no GPU in tests"), hub_search=None)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(lambda: not w.pending, timeout=5000)
+    return w
+
+
+def shown(w: MainWindow) -> Estimate:
+    assert w.view is not None and w.evaluation is not None and w.evaluation.scenario is not None
+    return w.view.estimate
+
+
+# ---------------------------------------------------------------------------------------------- presenter
+
+
+def test_the_new_options_round_trip_through_the_presenter() -> None:
+    s = finetune(lora_dropout=0.1, dora=True, chunked_loss=True, activation_offload=True)
+    form = form_from_scenario(s)
+    assert (form.lora_dropout, form.dora, form.chunked_loss, form.activation_offload) == (0.1, True, True, True)
+    assert scenario_from_form(s, form) == s
+    plain = scenario_from_form(
+        s, FormValues(**{**form.__dict__, "dora": False, "chunked_loss": False, "activation_offload": False})
+    )
+    assert plain.workload == finetune(lora_dropout=0.1).workload
+    # the inference form keeps the defaults (nothing leaks into an inference scenario)
+    inference = form_from_scenario(Scenario.model_validate({"model": {"id": MODEL}}))
+    assert (inference.lora_dropout, inference.dora, inference.chunked_loss, inference.activation_offload) == (
+        0.0,
+        False,
+        False,
+        False,
+    )
+
+
+def test_hardware_fields_the_form_does_not_show_are_kept() -> None:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "workload": {"kind": "finetune", "method": "full"},
+            "hardware": {"gpu": GPU, "gpu_count": 8, "nodes": 2},
+            "parallelism": {"zero": 3},
+        }
+    )
+    form = form_from_scenario(s)
+    assert scenario_from_form(s, form) == s
+    more = scenario_from_form(s, FormValues(**{**form.__dict__, "gpu_count": 4}))
+    assert more.hardware.nodes == 2 and more.hardware.gpu_count == 4
+
+
+# ---------------------------------------------------------------------------------------------- the window
+
+
+def test_each_option_changes_the_estimate_the_way_the_core_says(qtbot) -> None:
+    w = make_window(qtbot, finetune())
+    f = w.form
+    base = shown(w)
+    assert base == core(finetune())
+    assert base.host_bytes == 0
+
+    # chunked cross-entropy: a smaller loss head, nothing else
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.chunked_loss_check.setChecked(True)
+    chunked = shown(w)
+    assert chunked == core(finetune(chunked_loss=True))
+    assert part(chunked, "loss head") < part(base, "loss head") / 3
+    assert part(chunked, "activations") == part(base, "activations")
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.chunked_loss_check.setChecked(False)
+
+    # activation offloading: activations leave the GPU and show up as host memory
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.activation_offload_check.setChecked(True)
+    off = shown(w)
+    assert off == core(finetune(activation_offload=True))
+    # what the GPU held is split: the current layer and the one in transfer stay, the rest lives in CPU memory
+    assert off.host_bytes + part(off, "activations") == part(base, "activations")
+    assert off.host_bytes > 0 and part(off, "activations") <= part(base, "activations")
+    # without gradient checkpointing every layer's activations are saved: offloading them frees the GPU
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.checkpointing_check.setChecked(False)
+    off_full = shown(w)
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.activation_offload_check.setChecked(False)
+    kept = shown(w)
+    assert off_full == core(finetune(grad_checkpointing=False, activation_offload=True))
+    assert off_full.host_bytes + part(off_full, "activations") == part(kept, "activations")
+    assert off_full.peak_allocated_bytes < kept.peak_allocated_bytes / 2
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.checkpointing_check.setChecked(True)
+    assert shown(w) == base
+
+    # LoRA dropout: a 1-byte mask per adapted input element, more activations
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.lora_dropout_spin.setValue(0.05)
+    drop = shown(w)
+    assert drop == core(finetune(lora_dropout=0.05))
+    assert part(drop, "activations") > part(base, "activations")
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.lora_dropout_spin.setValue(0.0)
+
+    # DoRA: magnitude vectors (more trainable parameters) and more memory at the peak
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.dora_check.setChecked(True)
+    dora = shown(w)
+    assert dora == core(finetune(dora=True))
+    assert dora.params.trainable > base.params.trainable
+    assert dora.peak_allocated_bytes > base.peak_allocated_bytes
+
+    scenario = w.current_scenario()
+    assert scenario is not None and scenario.workload == finetune(dora=True).workload
+
+
+def test_dropout_and_dora_only_apply_to_adapters(qtbot) -> None:
+    w = make_window(qtbot, finetune())
+    f = w.form
+    assert f.lora_dropout_spin.maximum() == pytest.approx(0.95) and f.lora_dropout_spin.minimum() == 0
+    for widget in (f.lora_dropout_spin, f.dora_check, f.chunked_loss_check, f.activation_offload_check):
+        assert widget.isEnabled() and widget.toolTip()
+    assert "mask" in f.lora_dropout_spin.toolTip() and "host memory" in f.activation_offload_check.toolTip()
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.method_combo.setCurrentIndex(f.method_combo.findData("full"))
+    assert not f.lora_dropout_spin.isEnabled() and not f.dora_check.isEnabled()
+    assert f.chunked_loss_check.isEnabled() and f.activation_offload_check.isEnabled()
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.method_combo.setCurrentIndex(f.method_combo.findData("qlora"))
+    assert f.lora_dropout_spin.isEnabled() and f.dora_check.isEnabled()
+
+
+def test_a_scenario_file_with_the_options_fills_the_form_and_saves_them(qtbot, tmp_path: Path) -> None:
+    path = tmp_path / "dora.json"
+    s = finetune(lora_dropout=0.1, dora=True, chunked_loss=True, activation_offload=True)
+    save_scenario(s, path)
+    w = make_window(qtbot, finetune())
+    assert w.open_scenario(path)
+    f = w.form
+    assert w.tabs.currentIndex() == 1
+    assert f.lora_dropout_spin.value() == pytest.approx(0.1)
+    assert f.dora_check.isChecked() and f.chunked_loss_check.isChecked() and f.activation_offload_check.isChecked()
+    assert shown(w) == core(s)
+    out = tmp_path / "saved.json"
+    assert w.save_scenario(out)
+    work = json.loads(out.read_text(encoding="utf-8"))["workload"]
+    assert (work["lora_dropout"], work["dora"], work["chunked_loss"], work["activation_offload"]) == (
+        0.1,
+        True,
+        True,
+        True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- Explain
+
+
+def test_explain_text_has_the_full_explanation_and_every_constant() -> None:
+    ev = evaluate_scenario(finetune(chunked_loss=True))
+    assert ev.view is not None
+    row = ev.view.slices[0]
+    text = explain_text(row, ev.view.estimate.constants, ev.view.peak_phase)
+    assert row.name in text and row.explain in text and f"{row.bytes:,}" in text
+    assert "Constants and sources" in text
+    assert ev.view.estimate.constants
+    for name, source in ev.view.estimate.constants.items():
+        assert f"{name}: {source}" in text
+    assert "(none)" in explain_text(row, {})
+
+
+def test_double_clicking_a_breakdown_row_explains_it(qtbot) -> None:
+    w = make_window(qtbot, finetune(chunked_loss=True))
+    view = w.view
+    assert view is not None
+    row = next(i for i, s in enumerate(view.slices) if s.name == "activations")
+    rect = w.table.visualRect(w.table_model.index(row, 0))
+    # what a real double-click delivers: press + release, then the double-click (Qt wants the pressed row)
+    qtbot.mouseClick(w.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.mouseDClick(w.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: w.explain_dialog is not None and w.explain_dialog.isVisible(), timeout=2000)
+    dialog = w.explain_dialog
+    assert isinstance(dialog, ExplainDialog)
+    text = dialog.view.toPlainText()
+    assert text == dialog.text
+    assert text.startswith("activations:") and view.slices[row].explain in text
+    for name, source in view.estimate.constants.items():
+        assert f"{name}: {source}" in text
+    # read-only, but selectable and copyable
+    assert dialog.view.isReadOnly()
+    assert dialog.view.textInteractionFlags() & Qt.TextInteractionFlag.TextSelectableByMouse
+    dialog.view.selectAll()
+    assert dialog.view.textCursor().selectedText()
+    QGuiApplication.clipboard().clear()
+    dialog.copy_button.click()
+    assert QGuiApplication.clipboard().text() == text
+    dialog.close()
+    qtbot.waitUntil(lambda: w.explain_dialog is None, timeout=2000)
+
+
+def test_the_explain_button_uses_the_selection_or_the_largest_component(qtbot) -> None:
+    w = make_window(qtbot, finetune())
+    view = w.view
+    assert view is not None
+    assert w.explain_button.isVisible() and w.explain_button.toolTip()
+    largest = max(view.slices, key=lambda s: s.bytes)
+    w.table.clearSelection()
+    w.explain_button.click()
+    dialog = w.explain_dialog
+    assert dialog is not None and dialog.text.startswith(f"{largest.name}:")
+    assert dialog.windowTitle() == f"Explain: {largest.name}"
+    last = len(view.slices) - 1
+    w.table.selectRow(last)
+    w.explain_button.click()  # replaces the open dialog
+    assert w.explain_dialog is not None and w.explain_dialog is not dialog
+    assert w.explain_dialog.text.startswith(f"{view.slices[last].name}:")
+    w.explain_dialog.close()
+
+
+def test_explain_dialog_in_chinese(qtbot, monkeypatch) -> None:
+    monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
+    i18n.set_language(i18n.choose_language())
+    try:
+        w = make_window(qtbot, finetune())
+        assert w.form.chunked_loss_check.text() == "分块交叉熵"
+        dialog = w.explain_component(0)
+        assert dialog is not None
+        assert "常量与来源" in dialog.text and dialog.copy_button.text() == "复制"
+        dialog.close()
+    finally:
+        i18n.set_language("en")
