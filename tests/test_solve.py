@@ -130,11 +130,23 @@ def test_minimize_gpus_is_the_boundary(s: Scenario) -> None:
         assert verdict(below) != "fits"
 
 
-def test_llamacpp_multi_gpu_is_not_guessed() -> None:
+def test_llamacpp_fewest_gpus_uses_the_layer_split() -> None:
     cat = default_catalog()
     s = scen("meta-llama/Llama-3.1-70B", "RTX 4090", "q4_k_m", engine="llamacpp")
     r = minimize_gpus(s, cat.facts(s.model.id), cat.gpu("RTX 4090"))
-    assert r.gpus is None and "not modelled" in r.message and r.evaluations == 1
+    assert r.gpus is not None and r.gpus >= 2 and r.below is not None and r.below.verdict != "fits"
+    assert r.at_value is not None and r.at_value.verdict == "fits"
+
+
+def test_solver_headroom_moves_the_boundary() -> None:
+    cat = default_catalog()
+    s = scen(LLAMA8, "RTX 4090", input_len=4096)
+    f = cat.facts(LLAMA8)
+    default = maximize(s, f, cat.gpu("RTX 4090"), "input_len", respect_model_context=False)
+    none = maximize(s, f, cat.gpu("RTX 4090"), "input_len", respect_model_context=False, headroom_fraction=0.0)
+    strict = maximize(s, f, cat.gpu("RTX 4090"), "input_len", respect_model_context=False, headroom_fraction=0.2)
+    assert strict.value is not None and default.value is not None and none.value is not None
+    assert strict.value < default.value < none.value
 
 
 def test_non_fitting_configs_get_a_change_that_fits() -> None:

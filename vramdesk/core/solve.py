@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,6 +27,8 @@ from .gpu import GpuSpec
 from .performance import PerformanceError, performance
 from .result import Estimate
 from .scenario import MAX_TOKENS, FinetuneWorkload, InferenceWorkload, Scenario
+
+_R = TypeVar("_R")
 
 FIELDS: tuple[str, ...] = ("input_len", "batch", "seq_len", "micro_batch", "lora_rank")
 Verdict = Literal["fits", "tight", "does not fit"]
@@ -97,9 +101,27 @@ def with_data(scenario: Scenario, update: Callable[[dict[str, Any]], None]) -> S
     return Scenario.model_validate(data)
 
 
+#: the verdict headroom the solvers use (set by their ``headroom_fraction`` argument for the call's duration)
+_HEADROOM: ContextVar[float | None] = ContextVar("vramdesk_solver_headroom", default=None)
+
+
+def _with_headroom(fn: Callable[..., _R]) -> Callable[..., _R]:
+    """Give a solver a ``headroom_fraction`` keyword that every estimate it runs uses."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, headroom_fraction: float | None = None, **kwargs: Any) -> _R:
+        token = _HEADROOM.set(headroom_fraction)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _HEADROOM.reset(token)
+
+    return wrapper
+
+
 def probe(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec) -> tuple[Probe, Estimate | None]:
     try:
-        est = estimate(scenario, facts, gpu)
+        est = estimate(scenario, facts, gpu, headroom_fraction=_HEADROOM.get())
     except (EstimateError, FormatError, ValueError) as err:
         return Probe(value=0, verdict=None, device_bytes=None, error=str(err)), None
     fit = est.fit
@@ -134,6 +156,7 @@ def _setter(scenario: Scenario, field: str) -> tuple[Callable[[int], Scenario], 
     raise SolveError(f"cannot maximize '{field}' (choose from {', '.join(FIELDS)})")
 
 
+@_with_headroom
 def maximize(
     scenario: Scenario,
     facts: ModelFacts,
@@ -279,6 +302,7 @@ def gpu_layout(scenario: Scenario, n: int) -> tuple[Scenario, str]:
     return s, how
 
 
+@_with_headroom
 def minimize_gpus(
     scenario: Scenario, facts: ModelFacts, gpu: GpuSpec, *, max_gpus: int = 64, allow_tight: bool = False
 ) -> GpuCountResult:
@@ -286,9 +310,6 @@ def minimize_gpus(
     evaluations = 0
     prev: Probe | None = None
     work = scenario.workload
-    if isinstance(work, InferenceWorkload) and work.engine == "llamacpp":
-        # the estimator prices llama.cpp on one GPU (no --split-mode layer / row across GPUs yet)
-        max_gpus = 1
     heads = facts.arch.layers[0].n_heads if facts.arch.layers else 1
     for n in range(1, max_gpus + 1):
         if isinstance(work, InferenceWorkload) and work.engine == "vllm" and heads % n:
@@ -328,12 +349,7 @@ def minimize_gpus(
         evaluations=evaluations,
         how="",
         message=f"does not fit on up to {max_gpus} x {gpu.name}"
-        + (f" ({prev.error or prev.verdict})" if prev is not None else "")
-        + (
-            "; llama.cpp across several GPUs is not modelled yet (offload layers to the CPU instead)"
-            if isinstance(work, InferenceWorkload) and work.engine == "llamacpp"
-            else ""
-        ),
+        + (f" ({prev.error or prev.verdict})" if prev is not None else ""),
     )
 
 
@@ -630,6 +646,7 @@ def _speed(est: Estimate, scenario: Scenario, facts: ModelFacts, gpu: GpuSpec) -
     return perf.decode_tokens_per_s if perf.decode_tokens_per_s is not None else perf.train_tokens_per_s
 
 
+@_with_headroom
 def smallest_changes(
     scenario: Scenario,
     facts: ModelFacts,
