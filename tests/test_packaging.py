@@ -72,8 +72,8 @@ def test_launcher_opens_a_bare_scenario_file_in_the_window() -> None:
     spec.loader.exec_module(launcher)
     argv = sys.argv
     try:
-        sys.argv = ["vramdesk", "/home/a/plan.vramdesk.json"]
-        assert launcher._argv() == ["gui", "/home/a/plan.vramdesk.json"]
+        sys.argv = ["vramdesk", "/data/plans/plan.vramdesk.json"]
+        assert launcher._argv() == ["gui", "/data/plans/plan.vramdesk.json"]
         sys.argv = ["vramdesk", "estimate", "x.vramdesk.json"]
         assert launcher._argv() == ["estimate", "x.vramdesk.json"]
     finally:

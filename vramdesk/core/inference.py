@@ -13,7 +13,7 @@ from math import ceil
 from . import constants as K
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB, GpuSpec
-from .kv import plan_kv
+from .kv import KvPlan, plan_kv
 from .result import Component, EngineInfo, Phase
 from .scenario import InferenceWorkload
 from .weights import WeightBytes
@@ -571,28 +571,22 @@ def llamacpp_run(ctx: Context) -> EngineRun:
             + f"; token embeddings in host memory ({_fmt_gib(w.embedding)})"
         ),
     )
-    gpu_layer_specs = tuple(layer for layer in arch.layers if layer.index in on_gpu)
-    plan = plan_kv(
-        arch,
-        "llamacpp",
-        tokens=seq_len,
-        seqs=b,
-        kv_bits=ctx.kv_bits,
-        compute_bytes=4,
-        n_ubatch=opts.n_ubatch,
-        swa_full=opts.swa_full,
-        layers=gpu_layer_specs,
-    )
-    plan_all = plan_kv(
-        arch,
-        "llamacpp",
-        tokens=seq_len,
-        seqs=b,
-        kv_bits=ctx.kv_bits,
-        compute_bytes=4,
-        n_ubatch=opts.n_ubatch,
-        swa_full=opts.swa_full,
-    )
+
+    def kv_for(layers: tuple[LayerSpec, ...] | None) -> KvPlan:
+        return plan_kv(
+            arch,
+            "llamacpp",
+            tokens=seq_len,
+            seqs=b,
+            kv_bits=ctx.kv_bits,
+            compute_bytes=4,
+            n_ubatch=opts.n_ubatch,
+            swa_full=opts.swa_full,
+            layers=layers,
+        )
+
+    plan = kv_for(tuple(layer for layer in arch.layers if layer.index in on_gpu))
+    plan_all = kv_for(None)
     kv = Component(
         name="KV cache",
         bytes=plan.kv_bytes,
@@ -656,18 +650,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
             w_g = sum(b_ for i, b_ in w.per_layer.items() if i in idx)
             if last and output_on_gpu:
                 w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
-            specs = tuple(layer for layer in arch.layers if layer.index in idx)
-            p_g = plan_kv(
-                arch,
-                "llamacpp",
-                tokens=seq_len,
-                seqs=b,
-                kv_bits=ctx.kv_bits,
-                compute_bytes=4,
-                n_ubatch=opts.n_ubatch,
-                swa_full=opts.swa_full,
-                layers=specs,
-            )
+            p_g = kv_for(tuple(layer for layer in arch.layers if layer.index in idx))
             c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
             where = f"GPU {g}: layers {min(idx)}-{max(idx)}" + (" + output layer" if last and output_on_gpu else "")
             g_comps = [
