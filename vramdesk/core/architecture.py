@@ -281,14 +281,6 @@ def _model_type(text: Mapping[str, Any], outer: Mapping[str, Any]) -> str:
     return mt
 
 
-def _rope_partial(c: _Cfg) -> float:
-    rp = c.get("rope_parameters")
-    if isinstance(rp, Mapping) and isinstance(rp.get("partial_rotary_factor"), int | float):
-        return float(rp["partial_rotary_factor"])
-    v = c.get("partial_rotary_factor")
-    return float(v) if isinstance(v, int | float) else 1.0
-
-
 def _heads(c: _Cfg, hidden: int, *, head_keys: tuple[str, ...] = ("num_attention_heads",)) -> tuple[int, int, int]:
     n_heads = c.int(*head_keys)
     n_kv = c.int("num_key_value_heads", "num_kv_heads", default=n_heads)
@@ -1010,9 +1002,3 @@ def _phi(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
         lm_head_bias=True,
         qk_norm="head_ln" if c.bool("qk_layernorm", default=False) else "none",
     )
-
-
-def rotary_fraction(config: Mapping[str, Any]) -> float:
-    """Fraction of each head's dimensions that carry rotary embeddings (display only)."""
-    text, outer = _text_and_outer(config)
-    return _rope_partial(_Cfg(text, _model_type(text, outer)))

@@ -310,13 +310,6 @@ def estimate(
     )
 
 
-def weights_only(facts: ModelFacts, weights: str = "auto") -> int:
-    """Bytes of the text model's weights in a format (for catalog listings)."""
-    scenario = Scenario.model_validate({"model": {"id": facts.model_id}, "weights": weights})
-    fmt, _ = resolve_format(scenario, facts.arch)
-    return facts.weights(fmt, frozenset({"text"})).total
-
-
 __all__ = ["DTYPE_BYTES", "Component", "EstimateError", "ModelFacts", "estimate", "model_facts"]
 
 

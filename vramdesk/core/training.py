@@ -610,8 +610,3 @@ def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batc
             scaled.append(Phase(name=phase.name, components=tuple(comps)))
         out.append(scaled)
     return out
-
-
-def describe(run: TrainingRun) -> str:
-    peak = max(run.phases, key=lambda p: p.allocated_bytes)
-    return f"peak in {peak.name}: {peak.allocated_bytes / GIB:.2f} GiB"
