@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -13,3 +16,22 @@ os.environ["VRAMDESK_CACHE_DIR"] = os.path.join(_ISOLATED, "vramdesk-cache")
 os.environ["HF_HUB_CACHE"] = os.path.join(_ISOLATED, "hf-cache")
 os.environ["HF_HOME"] = os.path.join(_ISOLATED, "hf-home")
 os.environ["VRAMDESK_DATA_DIR"] = os.path.join(_ISOLATED, "vramdesk-data")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_qt_settings(tmp_path, monkeypatch):
+    """For tests that use Qt: English whatever the machine's locale, QSettings (recent models, language, units,
+    headroom) and Qt's standard paths in this test's own folder, and the process-wide unit reset afterwards."""
+    if "PySide6.QtCore" not in sys.modules:
+        yield
+        return
+    from PySide6.QtCore import QSettings, QStandardPaths
+
+    monkeypatch.setenv("VRAMDESK_LANG", "en")
+    QStandardPaths.setTestModeEnabled(True)  # the log file goes to a test folder
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
+    yield
+    presenter = sys.modules.get("vramdesk.ui.presenter")
+    if presenter is not None:
+        presenter.set_unit("GiB")  # the unit is process-wide: leave it as the next test expects

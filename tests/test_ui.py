@@ -68,20 +68,6 @@ def component(est_or_rows, name: str) -> int:
     return next(c.bytes for c in est_or_rows if c.name == name)
 
 
-@pytest.fixture(autouse=True)
-def _isolated_settings(tmp_path_factory, monkeypatch):
-    """English whatever the machine's locale, and QSettings (recent models, language) in a temp folder."""
-    from PySide6.QtCore import QSettings, QStandardPaths
-
-    monkeypatch.setenv("VRAMDESK_LANG", "en")
-    QStandardPaths.setTestModeEnabled(True)  # the log file goes to a test folder
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(
-        QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path_factory.getbasetemp() / "qsettings")
-    )
-    yield
-
-
 @pytest.fixture
 def window(qtbot) -> MainWindow:
     ui_app.ensure_app()

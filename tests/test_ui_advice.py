@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import QSettings, Qt
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
@@ -21,19 +21,9 @@ from vramdesk.core.solve import maximize, with_work
 from vramdesk.services.nvml import DetectionResult
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.ui import app as ui_app
-from vramdesk.ui import i18n, presenter
+from vramdesk.ui import i18n
 from vramdesk.ui.dialogs import HEADROOM_KEY, UNIT_CHOICES, UNIT_KEY, SettingsDialog
 from vramdesk.ui.main_window import LIMITS, MainWindow
-
-
-@pytest.fixture(autouse=True)
-def _own_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("VRAMDESK_LANG", "en")
-    QStandardPaths.setTestModeEnabled(True)
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
-    yield
-    presenter.set_unit("GiB")  # the unit is process-wide: leave it as the other tests expect
 
 
 def scenario(model: str = "Qwen/Qwen3-4B", gpu: str = "RTX 4090", **work: object) -> Scenario:

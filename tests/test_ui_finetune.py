@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from vramdesk.core.estimate import estimate
@@ -28,15 +28,6 @@ from vramdesk.ui.presenter import FormValues, evaluate_scenario, form_from_scena
 
 MODEL = "Qwen/Qwen3-4B"
 GPU = "H100 SXM"
-
-
-@pytest.fixture(autouse=True)
-def _own_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("VRAMDESK_LANG", "en")
-    QStandardPaths.setTestModeEnabled(True)
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "qsettings"))
-    yield
 
 
 def finetune(**work: object) -> Scenario:

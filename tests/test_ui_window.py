@@ -37,20 +37,6 @@ def no_gpu() -> DetectionResult:
     return NO_GPU
 
 
-@pytest.fixture(autouse=True)
-def _isolated_settings(tmp_path_factory, monkeypatch):
-    """English whatever the machine's locale, and QSettings (recent models, language) in a temp folder."""
-    from PySide6.QtCore import QSettings, QStandardPaths
-
-    monkeypatch.setenv("VRAMDESK_LANG", "en")
-    QStandardPaths.setTestModeEnabled(True)  # the log file goes to a test folder
-    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    QSettings.setPath(
-        QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path_factory.getbasetemp() / "qsettings")
-    )
-    yield
-
-
 class SlowHub:
     """A Hub that answers after ``delay`` seconds unless cancelled; records every call."""
 

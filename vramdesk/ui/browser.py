@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,6 +31,7 @@ from vramdesk.services.search import HubAnswer, SearchResult, merge
 
 from .i18n import tr
 from .presenter import count_text
+from .widgets import RowsTableModel
 from .workers import TaskRunner
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -52,7 +53,7 @@ def downloads_text(n: int | None) -> str:
     return str(n)
 
 
-class SearchResultModel(QAbstractTableModel):
+class SearchResultModel(RowsTableModel):
     """Search results: model id, source badge, parameters, downloads."""
 
     HEADERS = ("Model", "Source", "Params", "Downloads")
@@ -73,21 +74,6 @@ class SearchResultModel(QAbstractTableModel):
 
     def result(self, row: int) -> SearchResult | None:
         return self._rows[row] if 0 <= row < len(self._rows) else None
-
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (
-            orientation == Qt.Orientation.Horizontal
-            and role == Qt.ItemDataRole.DisplayRole
-            and 0 <= section < len(self.HEADERS)
-        ):
-            return tr(self.HEADERS[section])
-        return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):

@@ -16,7 +16,32 @@ from .presenter import Slice, unit_bytes, unit_name
 _Index = QModelIndex | QPersistentModelIndex
 
 
-class ComponentTableModel(QAbstractTableModel):
+class RowsTableModel(QAbstractTableModel):
+    """A read-only table over ``self._rows`` with translated column titles (``HEADERS``)."""
+
+    HEADERS: tuple[str, ...] = ()
+    _rows: Any = ()
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
+        return 0 if parent.isValid() else len(self.HEADERS)
+
+    def header_text(self, section: int) -> str:
+        return tr(self.HEADERS[section])
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and role == Qt.ItemDataRole.DisplayRole
+            and 0 <= section < len(self.HEADERS)
+        ):
+            return self.header_text(section)
+        return None
+
+
+class ComponentTableModel(RowsTableModel):
     """The components at the peak: name, category, GiB, share and where the number comes from."""
 
     HEADERS = ("Component", "Category", "GiB", "Share", "Where it comes from")
@@ -35,26 +60,17 @@ class ComponentTableModel(QAbstractTableModel):
         self._rows = tuple(rows)
         self.endResetModel()
 
-    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
-        return 0 if parent.isValid() else len(self.HEADERS)
+    def header_text(self, section: int) -> str:
+        return unit_name() if section == self.GIB_COL else tr(self.HEADERS[section])
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (
-            orientation == Qt.Orientation.Horizontal
-            and role == Qt.ItemDataRole.DisplayRole
-            and 0 <= section < len(self.HEADERS)
-        ):
-            return unit_name() if section == self.GIB_COL else tr(self.HEADERS[section])
         if (
             orientation == Qt.Orientation.Horizontal
             and role == Qt.ItemDataRole.TextAlignmentRole
             and section in (self.GIB_COL, self.SHARE)
         ):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
+        return super().headerData(section, orientation, role)
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
