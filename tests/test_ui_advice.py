@@ -272,7 +272,11 @@ def test_changes_respect_a_headroom_of_the_users_own(qtbot) -> None:
     for o in options:
         fit = estimate(Scenario.model_validate(o.scenario), facts, gpu, headroom_fraction=0.2).fit
         assert fit is not None and fit.verdict == "fits"
-    assert "default headroom" in w.form.input_max_label.toolTip()
+    # the max readout is solved with the same headroom as the verdict
+    solved = maximize(
+        Scenario.model_validate(advice["scenario"].model_dump()), facts, gpu, "input_len", headroom_fraction=0.2
+    )
+    assert advice["max"] is not None and advice["max"].value == solved.value
     qtbot.mouseClick(w.advice_buttons[0], Qt.MouseButton.LeftButton)
     assert w.evaluation is not None and w.evaluation.view is not None
     assert w.evaluation.view.verdict == "fits"

@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 )
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.estimate import ModelFacts, estimate
+from vramdesk.core.estimate import ModelFacts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
@@ -132,15 +132,6 @@ def _seconds(s: float) -> str:
     if s < 120:
         return f"{s:,.1f} s"
     return f"{s / 60:,.1f} min"
-
-
-def _fits(data: dict[str, Any], facts: ModelFacts, gpu: GpuSpec, headroom: float) -> bool:
-    """Whether a solver's scenario also fits with a headroom of the user's own."""
-    try:
-        fit = estimate(Scenario.model_validate(data), facts, gpu, headroom_fraction=headroom).fit
-    except (ValueError, LookupError):
-        return False
-    return fit is not None and fit.verdict == "fits"
 
 
 def droppable_path(path: Path) -> bool:
@@ -718,16 +709,13 @@ class MainWindow(QMainWindow):
         def job(_cancel: threading.Event) -> dict[str, Any]:
             out: dict[str, Any] = {"scenario": scenario, "field": field, "changes": None, "max": None}
             try:
-                out["max"] = maximize(scenario, facts, gpu, field)
+                out["max"] = maximize(scenario, facts, gpu, field, headroom_fraction=headroom)
             except (SolveError, ValueError, LookupError) as err:
                 out["max_error"] = str(err)
             if wants_changes and not _cancel.is_set():
-                found = smallest_changes(scenario, facts, gpu, limit=MAX_CHANGES + 4)
-                if headroom is not None:
-                    # the solver uses the core's default headroom: keep what also fits with the user's own
-                    kept = tuple(o for o in found.options if _fits(o.scenario, facts, gpu, headroom))
-                    found = found.model_copy(update={"options": kept})
-                out["changes"] = found
+                out["changes"] = smallest_changes(
+                    scenario, facts, gpu, limit=MAX_CHANGES + 4, headroom_fraction=headroom
+                )
             return out
 
         return self.advice_runner.submit(job, label=scenario.model.id)
@@ -739,12 +727,7 @@ class MainWindow(QMainWindow):
             self.form.show_max_length(result["field"], None, result.get("max_error", ""))
         else:
             limit = tr(LIMITS.get(r.limited_by, r.limited_by))
-            note = (
-                "\n" + tr("(solved with the default headroom, not the one in Settings)")
-                if self.headroom_fraction is not None
-                else ""
-            )
-            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{r.message}{note}")
+            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{r.message}")
         self._show_changes(result.get("changes"))
 
     def _on_advice_failed(self, error: object) -> None:
