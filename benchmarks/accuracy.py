@@ -402,6 +402,64 @@ def run_heldout(catalog: Catalog | None = None) -> list[Row]:
     return rows
 
 
+def run_heldout_finetune(catalog: Catalog | None = None) -> tuple[list[Row], dict[str, dict[str, float]]]:
+    """The held-out fine-tuning set (benchmarks/data/heldout_qwen1_finetune.yaml), compared at the level the file
+    fixed before any comparison; also returns, per level, the median |error| for context."""
+    data = yaml.safe_load((DATA / "heldout_qwen1_finetune.yaml").read_text(encoding="utf-8"))
+    models = Models(catalog or default_catalog())
+    gpu = models.catalog.gpu(data["gpu"])
+    level = str(data["level"])
+    rows: list[Row] = []
+    by_level: dict[str, list[float]] = {"allocated": [], "reserved": [], "device": []}
+    for item in data["rows"]:
+        facts = models.facts(item["model"])
+        m = dict(data["methods"][item["method"]])
+        gpus, nodes = int(item.get("gpus", 1)), int(item.get("nodes", 1))
+        for seq, measured in zip(data["seq_lens"], item["measured"], strict=True):
+            work = {
+                "kind": "finetune",
+                "method": m["method"],
+                "micro_batch": 1,
+                "seq_len": seq,
+                "grad_accum": 8,
+                "optimizer": "adamw",
+                "precision": m["precision"],
+                "grad_checkpointing": True,
+                "attention": "flash",
+                "lora_rank": 64,
+                "lora_targets": ["all-linear"],
+                "lora_dropout": 0.05 if m["method"] != "full" else 0.0,
+                "adapter_dtype": m.get("adapter_dtype", "fp32"),
+                "modules_to_save": m.get("modules_to_save", []),
+            }
+            scenario = Scenario.model_validate(
+                {
+                    "model": {"id": facts.model_id},
+                    "weights": m["weights"],
+                    "workload": work,
+                    "hardware": {"gpu": gpu.name, "gpu_count": gpus, "nodes": nodes},
+                    "parallelism": {"zero": int(m.get("zero", 0))},
+                }
+            )
+            est = estimate(scenario, facts, gpu)
+            n = gpus * nodes
+            values = {
+                "allocated": est.peak_allocated_bytes * n / GIB,
+                "reserved": est.peak_reserved_bytes * n / GIB,
+                "device": est.device_bytes * n / GIB,
+            }
+            for lv, v in values.items():
+                by_level[lv].append(abs(v / measured - 1))
+            rid = f"qwen1-{item['model'].split('/')[-1]}-{item['method']}-s{seq}" + (f"-x{n}" if n > 1 else "")
+            group = "multi-GPU (sum)" if n > 1 else ("qlora" if "qlora" in item["method"] else m["method"])
+            rows.append(Row(rid, "held-out Qwen v1 fine-tuning", group, level, float(measured), values[level], "B"))
+    context = {
+        lv: {"n": len(v), "median": round(100 * statistics.median(v), 2), "p90": round(100 * _pct(v, 0.9), 2)}
+        for lv, v in by_level.items()
+    }
+    return rows, context
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -449,8 +507,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, train_rows, skipped = run()
     heldout = run_heldout()
+    held_ft, held_ft_levels = run_heldout_finetune()
     if args.rows:
-        for r in rows + train_rows + heldout:
+        for r in rows + train_rows + heldout + held_ft:
             print(
                 f"{r.id:55s} {r.level:28s} measured {r.measured_gib:8.3f}  estimate {r.estimate_gib:8.3f}  "
                 f"{100 * r.error:+6.1f}%"
@@ -476,6 +535,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfine-tuning ({len(train_rows)} comparisons) by method:  group  n  median|err|%  p90|err|%")
     for g, st in by_method.items():
         print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    held_ft_methods = summarize(held_ft, "weights")
+    print(
+        f"\nheld-out fine-tuning ({len(held_ft)} published measurements outside the calibration set, "
+        f"{held_ft[0].level} level) by method:"
+    )
+    for g, st in held_ft_methods.items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    signed = sorted(r.error for r in held_ft)
+    print(
+        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
+        f"max {100 * signed[-1]:+.1f}%"
+    )
+    print("  the same rows at each memory level (context; the level above was fixed before comparing):")
+    for lv, st in held_ft_levels.items():
+        print(f"    {lv:22s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
     inference_skips = [x for x in skipped if not x[1].startswith("training: ")]
     training_skips = [x for x in skipped if x[1].startswith("training: ")]
     for title, items in (("inference", inference_skips), ("fine-tuning", training_skips)):
@@ -487,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
         "by_weights": by_format,
         "heldout": {**held_fmt, "all": held_src["all"]},
         "training": by_method,
+        "heldout_finetune": held_ft_methods,
     }
     if args.update_baseline or not BASELINE.exists():
         BASELINE.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
@@ -494,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     regressions = []
-    for section in ("by_source", "by_weights", "heldout", "training"):
+    for section in ("by_source", "by_weights", "heldout", "training", "heldout_finetune"):
         for group, old in baseline.get(section, {}).items():
             new = current[section].get(group)
             if new is None:

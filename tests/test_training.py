@@ -243,3 +243,109 @@ def test_activation_offload_never_raises_gpu_activations(ckpt: bool) -> None:
 
     (kept, _), (gpu, host) = acts(False), acts(True)
     assert gpu <= kept and host > 0 and gpu + host == kept
+
+
+def _comp(est: Estimate, phase: str, name: str) -> int:
+    return next(c.bytes for p in est.phases if p.name == phase for c in p.components if c.name == name)
+
+
+def test_modules_to_save_train_full_copies_of_embedding_and_lm_head() -> None:
+    plain = train(LLAMA, method="lora", lora_rank=8, lora_targets=("q", "v"))
+    saved = train(LLAMA, method="lora", lora_rank=8, lora_targets=("q", "v"), modules_to_save=("wte", "lm_head"))
+    matrix = 128256 * 4096  # Llama-3.1-8B: untied embedding and lm_head of the same shape
+    assert saved.params.trainable == plain.params.trainable + 2 * matrix
+    # the trainable copies sit next to the frozen originals, in the base's bf16
+    grow = _comp(saved, "optimizer step", "weights") - _comp(plain, "optimizer step", "weights")
+    assert grow == 2 * matrix * 2
+    # foreach AdamW in bf16: two states + one temporary per trained parameter
+    assert _comp(saved, "optimizer step", "optimizer states") - _comp(plain, "optimizer step", "optimizer states") == (
+        2 * 2 * matrix * 2
+    )
+    tied = train(QWEN, method="lora", lora_rank=8, modules_to_save=("lm_head",))
+    assert tied.params.trainable == train(QWEN, method="lora", lora_rank=8).params.trainable + 151936 * 896
+    with pytest.raises(ValueError, match="modules_to_save: 'mlp'"):
+        train(LLAMA, method="lora", modules_to_save=("mlp",))
+    with pytest.raises(ValueError, match="LoRA / QLoRA"):
+        train(LLAMA, method="full", modules_to_save=("embed",))
+
+
+def test_lora_bias_trains_all_or_the_adapted_layers_biases() -> None:
+    base = train(QWEN, method="lora", lora_rank=8, lora_targets=("q", "o"))
+    every = train(QWEN, method="lora", lora_rank=8, lora_targets=("q", "o"), lora_bias="all")
+    adapted = train(QWEN, method="lora", lora_rank=8, lora_targets=("q", "o"), lora_bias="lora_only")
+    # Qwen2.5-0.5B: q/k/v carry biases (896 + 128 + 128 per layer, 24 layers), o does not
+    assert every.params.trainable - base.params.trainable == 24 * (896 + 128 + 128)
+    assert adapted.params.trainable - base.params.trainable == 24 * 896
+
+
+def test_adapter_dtype_base_halves_adapters_and_drops_the_fp32_input_copies() -> None:
+    fp32 = train(LLAMA, method="lora")
+    base = train(LLAMA, method="lora", adapter_dtype="base")
+    n = fp32.params.trainable
+    assert _comp(fp32, "optimizer step", "weights") - _comp(base, "optimizer step", "weights") == 2 * n
+    assert _comp(base, "optimizer step", "optimizer states") == 2 * 2 * n
+    assert _comp(base, "forward", "activations") < _comp(fp32, "forward", "activations")
+    # on a quantised base the adapters stay fp32 whatever peft version: the base weight is not a float tensor
+    q_fp32 = train(LLAMA, method="qlora")
+    q_base = train(LLAMA, method="qlora", adapter_dtype="base")
+    assert q_base.peak_allocated_bytes == q_fp32.peak_allocated_bytes
+
+
+def test_gptq_base_is_not_cast_to_fp32_but_awq_and_bnb_are() -> None:
+    def weights(fmt: str) -> tuple[int, str]:
+        s = Scenario.model_validate(
+            {"model": {"id": LLAMA}, "weights": fmt, "workload": {"kind": "finetune", "method": "lora"}}
+        )
+        cat = default_catalog()
+        est = estimate(s, cat.facts(LLAMA), None)
+        c = next(c for c in est.components if c.name == "weights")
+        return c.bytes, c.explain
+
+    gptq, gptq_text = weights("gptq-int4")
+    awq, awq_text = weights("awq-int4")
+    assert "prepare_model_for_kbit_training" not in gptq_text  # peft skips GPTQ models
+    assert "prepare_model_for_kbit_training" in awq_text
+    unquantised = 2 * 128256 * 4096 + 65 * 4096
+    assert awq - gptq == pytest.approx(2 * unquantised, rel=0.02)
+
+
+def test_deepspeed_lora_keeps_sixteen_bit_adapters_with_fp32_master_states() -> None:
+    est = train(LLAMA, method="lora", precision="fp16", parallel={"zero": 2})
+    n = est.params.trainable
+    assert _comp(est, "optimizer step", "optimizer states") == 16 * n
+    assert _comp(est, "optimizer step", "gradients") == 2 * n
+    assert all(c.name != "optimizer step temporaries" or c.bytes == 0 for c in est.phases[-1].components)
+
+
+def test_fsdp_strategies_shard_what_they_say() -> None:
+    p = 8_030_261_248
+
+    def comps(strategy: str, gpus: int = 8, nodes: int = 1) -> dict[str, int]:
+        s = Scenario.model_validate(
+            {
+                "model": {"id": LLAMA},
+                "workload": {"kind": "finetune", "method": "full", "precision": "amp-bf16", "seq_len": 1024},
+                "parallelism": {"fsdp": True, "fsdp_strategy": strategy},
+                "hardware": {"gpu": "H100 SXM", "gpu_count": gpus, "nodes": nodes},
+            }
+        )
+        cat = default_catalog()
+        est = estimate(s, cat.facts(LLAMA), cat.gpu("H100 SXM"))
+        step = next(ph for ph in est.phases if ph.name == "optimizer step")
+        return {c.name: c.bytes for c in step.components}
+
+    full, sgo = comps("full"), comps("shard-grad-op")
+    assert full["weights"] == pytest.approx(4 * p / 8, rel=1e-6)
+    assert sgo["weights"] == pytest.approx(4 * p, rel=1e-6)  # whole parameters on every GPU, like ZeRO-2
+    assert sgo["optimizer states"] == full["optimizer states"]
+    # hybrid over 2 nodes x 8: shards inside a node (8), replicas across nodes; full shards over all 16
+    hybrid, full16 = comps("hybrid", 8, 2), comps("full", 8, 2)
+    assert hybrid["weights"] == pytest.approx(4 * p / 8, rel=1e-6)
+    assert full16["weights"] == pytest.approx(4 * p / 16, rel=1e-6)
+
+
+def test_gradient_accumulation_adds_the_fresh_gradient_of_the_largest_trainable_tensor() -> None:
+    one = train(LLAMA, method="lora", lora_rank=8, modules_to_save=("lm_head",))
+    acc = train(LLAMA, method="lora", lora_rank=8, modules_to_save=("lm_head",), grad_accum=4)
+    assert all(c.name != "fresh gradient" for p in one.phases for c in p.components)
+    assert _comp(acc, "backward (end)", "fresh gradient") == 128256 * 4096 * 2

@@ -40,10 +40,13 @@ _FINETUNE_KEYS = {
     "dora",
     "chunked_loss",
     "activation_offload",
+    "modules_to_save",
+    "lora_bias",
+    "adapter_dtype",
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
-_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "offload"}
+_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "fsdp_strategy", "offload"}
 _ALL_KEYS = (
     {"deepspeed", "nodes"}
     | _INFERENCE_KEYS
@@ -141,6 +144,18 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora-targets", default=None, help="all-linear or a comma list: q,k,v,o,gate,up,down")
     p.add_argument("--lora-dropout", type=_dropout, default=None, help="LoRA dropout probability [0]")
     p.add_argument("--dora", action=argparse.BooleanOptionalAction, default=None, help="weight-decomposed LoRA")
+    p.add_argument(
+        "--modules-to-save",
+        default=None,
+        help="modules trained in full next to the adapters (peft modules_to_save), comma list: embed,lm_head",
+    )
+    p.add_argument("--lora-bias", choices=["none", "all", "lora_only"], default=None, help="peft LoRA bias [none]")
+    p.add_argument(
+        "--adapter-dtype",
+        choices=["fp32", "base"],
+        default=None,
+        help="adapters in fp32 (peft >= 0.12) or in the base weights' dtype (older peft) [fp32]",
+    )
     p.add_argument("--chunked-loss", action=argparse.BooleanOptionalAction, default=None, help="chunked cross-entropy")
     p.add_argument(
         "--activation-offload",
@@ -155,6 +170,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pp", type=_positive, default=None)
     p.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None)
     p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument(
+        "--fsdp-strategy",
+        choices=["full", "shard-grad-op", "hybrid"],
+        default=None,
+        help="FSDP sharding: full, shard-grad-op (like ZeRO-2), hybrid (shard inside a node) [full]",
+    )
     p.add_argument("--offload", choices=["none", "optimizer", "params"], default=None)
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=None, help="vLLM [0.9]")
     p.add_argument("--max-num-seqs", type=_positive, default=None, help="vLLM [256]")
@@ -225,7 +246,7 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
             work.setdefault("vllm", {})[key] = value
         elif key in _LLAMACPP_KEYS:
             work.setdefault("llamacpp", {})[key] = value
-        elif key == "lora_targets":
+        elif key in ("lora_targets", "modules_to_save"):
             work[key] = [t.strip() for t in str(value).split(",") if t.strip()]
         elif key in (_INFERENCE_KEYS if mode == "inference" else _FINETUNE_KEYS):
             work[key] = value

@@ -322,7 +322,9 @@ def _estimate_training(
 ) -> Estimate:
     try:
         total_gpus = scenario.hardware.gpu_count * scenario.hardware.nodes
-        run = training_phases(facts, work, scenario.parallelism, total_gpus, scenario.weights)
+        run = training_phases(
+            facts, work, scenario.parallelism, total_gpus, scenario.weights, scenario.hardware.gpu_count
+        )
     except (TrainingError, FormatError) as err:
         raise EstimateError(str(err)) from err
     hopper = gpu is not None and gpu.sm_major >= 9

@@ -75,6 +75,21 @@ class InferenceWorkload(_Frozen):
 Method = Literal["full", "lora", "qlora"]
 Optimizer = Literal["adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"]
+LoraBias = Literal["none", "all", "lora_only"]
+AdapterDtype = Literal["fp32", "base"]
+FsdpStrategy = Literal["full", "shard-grad-op", "hybrid"]
+
+#: peft ``modules_to_save`` names -> the module kind they train in full ("embed" or "lm_head")
+SAVED_MODULES: dict[str, str] = {
+    "embed": "embed",
+    "embed_tokens": "embed",
+    "wte": "embed",
+    "word_embeddings": "embed",
+    "tok_embeddings": "embed",
+    "lm_head": "lm_head",
+    "embed_out": "lm_head",
+    "output": "lm_head",
+}
 
 
 class FinetuneWorkload(_Frozen):
@@ -97,6 +112,35 @@ class FinetuneWorkload(_Frozen):
     chunked_loss: bool = False
     #: activations moved to CPU memory during the forward (torchtune / DeepSpeed activation offloading)
     activation_offload: bool = False
+    #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
+    modules_to_save: tuple[str, ...] = ()
+    #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")
+    lora_bias: LoraBias = "none"
+    #: dtype of the adapters: fp32 (peft >= 0.12, autocast_adapter_dtype) or the base weights' dtype (older peft)
+    adapter_dtype: AdapterDtype = "fp32"
+
+    @field_validator("modules_to_save")
+    @classmethod
+    def _saved_modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        out: list[str] = []
+        for name in v:
+            kind = SAVED_MODULES.get(name.strip())
+            if kind is None:
+                raise ValueError(
+                    f"modules_to_save: '{name}' is not a module this estimator trains in full; "
+                    f"known: {', '.join(SAVED_MODULES)}"
+                )
+            if kind not in out:
+                out.append(kind)
+        return tuple(out)
+
+    @model_validator(mode="after")
+    def _adapters_only(self) -> FinetuneWorkload:
+        if self.method == "full" and (self.modules_to_save or self.lora_bias != "none"):
+            raise ValueError(
+                "modules_to_save and lora_bias apply to LoRA / QLoRA; a full fine-tune already trains every module"
+            )
+        return self
 
 
 Workload = Annotated[InferenceWorkload | FinetuneWorkload, Field(discriminator="kind")]
@@ -115,6 +159,9 @@ class Parallelism(_Frozen):
     pp: int = Field(default=1, ge=1, le=4096)
     zero: Literal[0, 1, 2, 3] = 0
     fsdp: bool = False
+    #: FSDP sharding: full (parameters, gradients, states), shard-grad-op (gradients and states, like ZeRO-2),
+    #: hybrid (full sharding inside each node, replicas across nodes)
+    fsdp_strategy: FsdpStrategy = "full"
     offload: Literal["none", "optimizer", "params"] = "none"
 
 

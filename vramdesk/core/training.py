@@ -196,6 +196,7 @@ def activations(
     linear_params: int,
     adapted: list[Tensor] | None = None,
 ) -> Activations:
+    """``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy of every adapted input."""
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
@@ -316,10 +317,16 @@ class TrainingRun:
 
 
 def training_phases(
-    facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, gpu_count: int, base_weights: str = "auto"
+    facts: ModelFacts,
+    work: FinetuneWorkload,
+    par: Parallelism,
+    gpu_count: int,
+    base_weights: str = "auto",
+    gpus_per_node: int | None = None,
 ) -> TrainingRun:
     """``base_weights``: the frozen base's storage for LoRA / QLoRA ("auto" = bf16 for LoRA, nf4 with double
-    quantisation for QLoRA; a GPTQ / AWQ / bnb name trains adapters on that quantised base)."""
+    quantisation for QLoRA; a GPTQ / AWQ / bnb name trains adapters on that quantised base).
+    ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them."""
     arch = facts.arch
     if work.method == "qlora" and work.precision in ("fp32",):
         raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
@@ -332,6 +339,13 @@ def training_phases(
     largest = max(t.numel for t in text_tensors)
 
     chosen: list[Tensor] = []
+    # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
+    # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
+    deepspeed = par.zero > 0 and work.precision != "fp32"
+    extra_states = extra_temp = 0
+    lora_fp32_inputs = False
+    saved: list[tuple[str, int]] = []
+    a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
         trainable = lora_parameters(chosen, work.lora_rank)
@@ -347,26 +361,56 @@ def training_phases(
             raise TrainingError(str(err)) from err
         base = facts.weights(fmt, frozenset({"text"}))
         base_bytes = base.total
+        quantised = fmt.kind not in ("float",)
+        #: bytes of one unquantised base parameter (embeddings, norms, lm_head, biases) as training sees it
+        base_float = 4 if work.precision == "fp32" else 2
         kbit_note = ""
-        if fmt.kind in ("bnb4", "int8", "gptq", "awq"):
+        if quantised and fmt.kind != "gptq" and not deepspeed:
             # peft's prepare_model_for_kbit_training (the usual QLoRA recipe) casts every parameter that is not
-            # quantised (embeddings, lm_head, norms, biases) from 16 to 32 bits
+            # quantised (embeddings, lm_head, norms, biases) from 16 to 32 bits; it skips GPTQ models
             unquantised = base.params - base.quantized_params
             base_bytes += 2 * unquantised
+            base_float = 4
             kbit_note = f"; {unquantised:,} unquantised parameters cast to fp32 by prepare_model_for_kbit_training"
-        adapter_bytes = trainable * 4  # peft keeps adapters in fp32 (autocast_adapter_dtype)
-        grads = trainable * 4
-        state_b = 4
+        # adapters: fp32 (peft >= 0.12 autocast_adapter_dtype, and always on a quantised base whose weight is not
+        # a float tensor), else the base's dtype; DeepSpeed makes them 16-bit with fp32 master copies
+        if deepspeed:
+            a_b, state_b, adapter_label = 2, 4, "16-bit (DeepSpeed) with fp32 master weights"
+        elif work.adapter_dtype == "fp32" or quantised:
+            a_b, state_b, adapter_label = 4, 4, "fp32"
+        else:
+            a_b = state_b = base_float
+            adapter_label = f"the base dtype ({'fp32' if a_b == 4 else '16-bit'})"
+        lora_fp32_inputs = a_b == 4 and work.precision != "fp32"
+        saved, bias_params = _saved_modules(facts, work, chosen)
+        saved_params = sum(n for _, n in saved)
+        e_b = 2 if deepspeed else base_float
+        adapter_bytes = trainable * a_b + saved_params * e_b  # the trainable copies of modules_to_save
+        grads = trainable * a_b + (saved_params + bias_params) * e_b
         w_explain = (
             f"frozen base {all_params:,} params in {fmt.label} + {trainable:,} LoRA parameters "
-            f"(rank {work.lora_rank}, {len(chosen)} target matrices) in fp32{kbit_note}"
+            f"(rank {work.lora_rank}, {len(chosen)} target matrices) in {adapter_label}{kbit_note}"
         )
+        if saved:
+            w_explain += "; trained copies of " + ", ".join(f"{name} ({n:,} params)" for name, n in saved)
+        if bias_params:
+            w_explain += f"; {bias_params:,} bias parameters trained (lora_bias={work.lora_bias})"
         matrices: list[tuple[int, ...]] = []
         for t in chosen:
             matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
         opt_trainable = trainable
         opt_largest = max((work.lora_rank * t.shape[-1] for t in chosen), default=0)
         act_lin = 0
+        if deepspeed:
+            grads = 2 * (trainable + saved_params + bias_params)
+        elif saved_params + bias_params:
+            extra_states, extra_temp, _, _ = optimizer_bytes(
+                work.optimizer,
+                saved_params + bias_params,
+                e_b,
+                max((n for _, n in saved), default=bias_params),
+                [],
+            )
     else:
         if work.method != "full":  # pragma: no cover - Literal
             raise TrainingError(f"unknown method {work.method}")
@@ -380,9 +424,20 @@ def training_phases(
         opt_trainable = trainable
         opt_largest = largest
         act_lin = linear
+        saved_params = bias_params = 0
 
     states, temp, s_text, t_text = optimizer_bytes(work.optimizer, opt_trainable, state_b, opt_largest, matrices)
-    acts = activations(arch, work, prec, lora, act_lin, chosen)
+    states += extra_states
+    temp += extra_temp
+    if lora and deepspeed:
+        states, temp = 16 * (trainable + saved_params + bias_params), 0
+        s_text = (
+            "DeepSpeed mixed precision: fp32 master, Adam moments and gradient partition (16 B/param) of the "
+            "trainable parameters"
+        )
+        t_text = "DeepSpeed's fused Adam step: no step temporaries"
+    trained = trainable + saved_params + bias_params
+    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen)
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
@@ -403,9 +458,15 @@ def training_phases(
     n = max(1, gpu_count)
     tp, pp = par.tp, par.pp
     dp = max(1, n // (tp * pp))
-    w_div = tp * pp * (dp if (par.zero == 3 or par.fsdp) else 1)
-    g_div = tp * pp * (dp if (par.zero >= 2 or par.fsdp) else 1)
-    s_div = tp * pp * (dp if (par.zero >= 1 or par.fsdp) else 1)
+    # FSDP: full shard splits everything over the data-parallel ranks; shard-grad-op keeps whole parameters
+    # (like ZeRO-2); hybrid shards inside one machine and replicates across machines
+    fsdp_dp = dp
+    if par.fsdp and par.fsdp_strategy == "hybrid":
+        fsdp_dp = max(1, min(dp, (gpus_per_node or n) // (tp * pp)))
+    shard_w = par.zero == 3 or (par.fsdp and par.fsdp_strategy != "shard-grad-op")
+    w_div = tp * pp * (fsdp_dp if par.fsdp and shard_w else dp if shard_w else 1)
+    g_div = tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 2 else 1)
+    s_div = tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 1 else 1)
     host = float(acts.host)
     notes = []
     if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
@@ -439,7 +500,7 @@ def training_phases(
         w_gpu = 0
         notes.append("parameters on the CPU, gathered layer by layer")
     gathered = 0
-    if par.zero == 3 or par.fsdp or par.offload == "params":
+    if shard_w or par.offload == "params":
         layer_max = max(facts.weights(parse_weight_format("bf16"), frozenset({"text"})).per_layer.values(), default=0)
         gathered = 2 * layer_max  # the current layer and the prefetched next one, unsharded
     buckets = 0
@@ -458,7 +519,7 @@ def training_phases(
         shard_note = (
             f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
             + (f", ZeRO-{par.zero}" if par.zero else "")
-            + (", FSDP" if par.fsdp else "")
+            + (f", FSDP {par.fsdp_strategy}" if par.fsdp else "")
             + ")"
         )
     c_weights = comp("weights", w_gpu, "weights", w_explain + shard_note + (f"; {', '.join(notes)}" if notes else ""))
@@ -467,7 +528,10 @@ def training_phases(
         "gradients",
         g_gpu,
         "gradients",
-        f"{'LoRA parameters' if lora else 'all parameters'} x {grads // max(1, trainable)} B" + shard_note,
+        (
+            f"{'trainable parameters' if lora else 'all parameters'} ({trained:,}) x {grads // max(1, trained)} B"
+            + shard_note
+        ),
     )
     c_acts = comp("activations", a_gpu, "activations", acts.explain + (f"; / tp {tp}" if tp > 1 else ""))
     c_loss = comp(
@@ -536,9 +600,33 @@ def training_phases(
             "the forward of the next micro-batch runs with them"
         )
         phases[0] = Phase(name="forward", components=(c_weights, c_states, c_grads, c_acts, c_logits, *extra))
+        fresh: tuple[Component, ...] = ()
+        if not (par.zero or par.fsdp):
+            # autograd's AccumulateGrad computes a parameter's new gradient in a fresh tensor and then adds it to
+            # the stored .grad: the largest trainable tensor's gradient exists twice for a moment (DeepSpeed and
+            # FSDP reduce into their own buckets instead)
+            largest_grad = (
+                max(
+                    [n * e_b for _, n in saved] + [t.shape[-1] * work.lora_rank * a_b for t in chosen],
+                    default=0,
+                )
+                if lora
+                else opt_largest * prec.grads
+            )
+            fresh = (
+                comp(
+                    "fresh gradient",
+                    largest_grad / g_div,
+                    "gradients",
+                    f"the newly computed gradient of the largest trainable tensor ({largest_grad:,} B), "
+                    "before gradient accumulation adds it to the stored one",
+                ),
+            )
         phases[1] = Phase(
-            name="loss + start of backward", components=(c_weights, c_states, c_grads, c_acts, c_loss, *extra)
+            name="loss + start of backward",
+            components=(c_weights, c_states, c_grads, c_acts, c_loss, *fresh, *extra),
         )
+        phases[2] = Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *fresh, *extra))
     if tp > 1 and arch.layers[0].n_kv_heads % tp and arch.layers[0].attention != AttentionKind.MLA:
         raise TrainingError(
             f"tensor parallel {tp} does not divide the {arch.layers[0].n_kv_heads} KV heads of {facts.model_id}"
@@ -560,12 +648,35 @@ def training_phases(
             )
     return TrainingRun(
         phases=phases,
-        trainable=trainable,
+        trainable=trained,
         host_bytes=round(host),
         warnings=warnings,
         gpus=n,
         stages=stages,
     )
+
+
+def _saved_modules(
+    facts: ModelFacts, work: FinetuneWorkload, chosen: list[Tensor]
+) -> tuple[list[tuple[str, int]], int]:
+    """(modules peft trains in full as copies: (name, parameters)), trainable bias parameters)."""
+    text = [t for t in facts.tensors if t.part == "text"]
+    vocab = facts.arch.vocab
+    embed = [t for t in text if t.role == "embedding" and t.shape and t.shape[0] == vocab]
+    saved: list[tuple[str, int]] = []
+    for kind in work.modules_to_save:
+        if kind == "embed":
+            saved += [(t.name, t.numel) for t in embed]
+        else:
+            head = [t for t in text if t.role == "lm_head"]
+            # a tied lm_head shares the embedding matrix; modules_to_save copies it into its own trainable matrix
+            saved += [(t.name, t.numel) for t in head] or [("lm_head (tied)", t.numel) for t in embed[:1]]
+    biases = [t for t in text if t.role == "bias"]
+    if work.lora_bias == "lora_only":
+        adapted = {t.name.removesuffix(".weight") for t in chosen}
+        biases = [t for t in biases if t.name.removesuffix(".bias") in adapted]
+    bias_params = sum(t.numel for t in biases) if work.lora_bias != "none" else 0
+    return saved, bias_params
 
 
 def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batches: int) -> list[list[Phase]]:
