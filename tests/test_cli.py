@@ -235,3 +235,20 @@ def test_nodes_option() -> None:
     assert code == 0
     data = json.loads(text)
     assert data["scenario"]["hardware"]["nodes"] == 2 and len(data["per_gpu"]) == 16
+
+
+def test_adapter_and_fsdp_options_reach_the_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--method", "lora", "--json")
+    _, plain = cli(*base)
+    code, out = cli(*base, "--modules-to-save", "wte,lm_head", "--lora-bias", "all", "--adapter-dtype", "base")
+    assert code == 0
+    d = json.loads(out)
+    assert d["scenario"]["workload"]["modules_to_save"] == ["embed", "lm_head"]
+    assert d["params"]["trainable"] > json.loads(plain)["params"]["trainable"] + 2 * 128256 * 4096 - 1
+    code, out = cli(
+        "estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--method", "full", "--gpus", "8",
+        "--nodes", "2", "--fsdp", "--fsdp-strategy", "hybrid", "--gpu", "H100 SXM", "--json",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["scenario"]["parallelism"]["fsdp_strategy"] == "hybrid"
+    code, _ = cli(*base, "--modules-to-save", "mlp")
+    assert code == 2 and "modules_to_save: 'mlp'" in capsys.readouterr().err
