@@ -241,6 +241,7 @@ def test_adapter_and_fsdp_options_reach_the_scenario(capsys: pytest.CaptureFixtu
     base = ("estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--method", "lora", "--json")
     _, plain = cli(*base)
     code, out = cli(*base, "--modules-to-save", "wte,lm_head", "--lora-bias", "all", "--adapter-dtype", "base")
+    assert cli("estimate", "Qwen/Qwen3.5-4B", "--mode", "finetune", "--vision-tower", "absent")[0] == 0
     assert code == 0
     d = json.loads(out)
     assert d["scenario"]["workload"]["modules_to_save"] == ["embed", "lm_head"]

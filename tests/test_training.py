@@ -349,3 +349,20 @@ def test_gradient_accumulation_adds_the_fresh_gradient_of_the_largest_trainable_
     acc = train(LLAMA, method="lora", lora_rank=8, modules_to_save=("lm_head",), grad_accum=4)
     assert all(c.name != "fresh gradient" for p in one.phases for c in p.components)
     assert _comp(acc, "backward (end)", "fresh gradient") == 128256 * 4096 * 2
+
+
+def test_vision_tower_frozen_trained_or_absent() -> None:
+    vlm = "Qwen/Qwen3.5-4B"
+    vision = 333_514_240  # the vision tower of Qwen3.5-4B (catalog inventory)
+    absent = train(vlm, method="lora", vision_tower="absent")
+    frozen = train(vlm, method="lora")
+    assert _comp(frozen, "optimizer step", "weights") - _comp(absent, "optimizer step", "weights") == 2 * vision
+    assert frozen.params.trainable == absent.params.trainable
+    lora = train(vlm, method="lora", vision_tower="trained")
+    assert lora.params.trainable > frozen.params.trainable  # adapters on the vision tower's linear layers too
+    assert any("vision tower trained" in w for w in lora.warnings)
+    full = train(vlm, method="full", vision_tower="trained")
+    text_only = train(vlm, method="full", vision_tower="absent")
+    assert full.params.trainable - text_only.params.trainable == vision
+    with pytest.raises(EstimateError, match="no vision tower"):
+        train(LLAMA, method="full", vision_tower="trained")

@@ -43,6 +43,7 @@ _FINETUNE_KEYS = {
     "modules_to_save",
     "lora_bias",
     "adapter_dtype",
+    "vision_tower",
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
@@ -148,6 +149,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         "--modules-to-save",
         default=None,
         help="modules trained in full next to the adapters (peft modules_to_save), comma list: embed,lm_head",
+    )
+    p.add_argument(
+        "--vision-tower",
+        choices=["frozen", "trained", "absent"],
+        default=None,
+        help="a multimodal model's vision tower: loaded and frozen, trained, or not loaded [frozen]",
     )
     p.add_argument("--lora-bias", choices=["none", "all", "lora_only"], default=None, help="peft LoRA bias [none]")
     p.add_argument(

@@ -78,6 +78,7 @@ TrainPrecision = Literal["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"]
 LoraBias = Literal["none", "all", "lora_only"]
 AdapterDtype = Literal["fp32", "base"]
 FsdpStrategy = Literal["full", "shard-grad-op", "hybrid"]
+VisionTower = Literal["frozen", "trained", "absent"]
 
 #: peft ``modules_to_save`` names -> the module kind they train in full ("embed" or "lm_head")
 SAVED_MODULES: dict[str, str] = {
@@ -118,6 +119,9 @@ class FinetuneWorkload(_Frozen):
     lora_bias: LoraBias = "none"
     #: dtype of the adapters: fp32 (peft >= 0.12, autocast_adapter_dtype) or the base weights' dtype (older peft)
     adapter_dtype: AdapterDtype = "fp32"
+    #: a multimodal model's vision tower: loaded and frozen, trained (in full, or adapters on its linear layers),
+    #: or absent (the text model class alone is loaded)
+    vision_tower: VisionTower = "frozen"
 
     @field_validator("modules_to_save")
     @classmethod

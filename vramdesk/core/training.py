@@ -334,7 +334,18 @@ def training_phases(
     lora = work.method in ("lora", "qlora")
     warnings: list[str] = []
     text_tensors = [t for t in facts.tensors if t.part == "text"]
+    vision_tensors = [t for t in facts.tensors if t.part == "vision"]
+    if work.vision_tower == "trained" and not vision_tensors:
+        raise TrainingError(f"{facts.model_id} has no vision tower to train (vision_tower=trained)")
+    train_vision = work.vision_tower == "trained"
+    if train_vision and work.method == "full":
+        # the vision tower's parameters train like the text model's
+        text_tensors = text_tensors + vision_tensors
     all_params = sum(t.numel for t in text_tensors)
+    #: frozen vision weights kept on the GPU next to the text model (16-bit; fp32 with fp32 training)
+    vision_frozen = 0
+    if vision_tensors and work.vision_tower != "absent" and not (train_vision and work.method == "full"):
+        vision_frozen = sum(t.numel for t in vision_tensors) * (4 if work.precision == "fp32" else 2)
     linear = sum(t.numel for t in text_tensors if t.role in _LINEAR_ROLES and len(t.shape) >= 2)
     largest = max(t.numel for t in text_tensors)
 
@@ -348,6 +359,9 @@ def training_phases(
     a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
+        if train_vision:
+            # peft's target names reach the vision tower's linear layers too; all-linear adapts all of them
+            chosen = chosen + [t for t in vision_tensors if t.role == "vision" and len(t.shape) == 2]
         trainable = lora_parameters(chosen, work.lora_rank)
         if work.dora:
             # DoRA adds one trainable magnitude per output feature of every adapted matrix
@@ -486,6 +500,9 @@ def training_phases(
             s_text = "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
         w_explain = f"{p_all:,} parameters x 2 B (DeepSpeed's 16-bit working copy)"
         g_div = tp * pp * (dp if par.zero == 3 else 1)
+    base_bytes += vision_frozen
+    if vision_frozen:
+        notes.append(f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
     w_gpu = (base_bytes + adapter_bytes) / w_div
     g_gpu = grads / g_div
     s_gpu = states / s_div
@@ -594,6 +611,11 @@ def training_phases(
         Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *extra)),
         Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),
     ]
+    if train_vision:
+        warnings.append(
+            "vision tower trained: its activations depend on the images per sample, which this estimate does "
+            "not include"
+        )
     if work.grad_accum > 1:
         warnings.append(
             f"gradient accumulation {work.grad_accum}: gradients stay allocated between micro-batches; "
