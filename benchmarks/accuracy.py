@@ -438,7 +438,11 @@ def run_heldout_finetune(catalog: Catalog | None = None) -> tuple[list[Row], dic
                     "weights": m["weights"],
                     "workload": work,
                     "hardware": {"gpu": gpu.name, "gpu_count": gpus, "nodes": nodes},
-                    "parallelism": {"zero": int(m.get("zero", 0))},
+                    "parallelism": {
+                        "zero": int(m.get("zero", 0)),
+                        "zero_bucket": m.get("zero_bucket"),
+                        "zero_overlap_comm": m.get("zero_overlap_comm"),
+                    },
                 }
             )
             est = estimate(scenario, facts, gpu)

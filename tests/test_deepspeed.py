@@ -76,3 +76,27 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
     good = tmp_path / "ok.json"
     good.write_text(json.dumps(ZERO3_OFFLOAD), encoding="utf-8")
     assert read_deepspeed(good).options["zero"] == 3
+
+
+def test_gradient_bucket_settings_reach_the_plan_and_the_estimate() -> None:
+    from vramdesk.core.estimate import estimate
+    from vramdesk.core.scenario import Scenario
+    from vramdesk.services.catalog import default_catalog
+
+    plan = parse_deepspeed(
+        {"zero_optimization": {"stage": 2, "reduce_bucket_size": 2e8, "overlap_comm": True}, "bf16": {"enabled": True}}
+    )
+    assert plan.options["zero_bucket"] == 200_000_000 and plan.options["zero_overlap_comm"] is True
+    cat = default_catalog()
+    model = "Qwen/Qwen2.5-0.5B"
+
+    def bucket(par: dict[str, object]) -> int:
+        s = Scenario.model_validate(
+            {"model": {"id": model}, "workload": {"kind": "finetune", "method": "full"}, "parallelism": par}
+        )
+        est = estimate(s, cat.facts(model), None)
+        return next(c.bytes for c in est.phases[-1].components if c.name == "communication buckets")
+
+    # one GPU still holds DeepSpeed's contiguous bucket(s): 2 B per element, two with overlap_comm
+    assert bucket({"zero": 2, "zero_bucket": 200_000_000, "zero_overlap_comm": True}) == 2 * 2 * 200_000_000
+    assert bucket({"zero": 2}) == 2 * 500_000_000  # DeepSpeed's defaults: 5e8, overlap_comm off below ZeRO-3

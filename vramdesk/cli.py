@@ -47,7 +47,7 @@ _FINETUNE_KEYS = {
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
-_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "fsdp_strategy", "offload"}
+_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "fsdp_strategy", "offload", "zero_bucket", "zero_overlap_comm"}
 _ALL_KEYS = (
     {"deepspeed", "nodes"}
     | _INFERENCE_KEYS

@@ -166,6 +166,10 @@ class Parallelism(_Frozen):
     #: FSDP sharding: full (parameters, gradients, states), shard-grad-op (gradients and states, like ZeRO-2),
     #: hybrid (full sharding inside each node, replicas across nodes)
     fsdp_strategy: FsdpStrategy = "full"
+    #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
+    zero_bucket: int | None = Field(default=None, ge=1, le=10**12)
+    #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
+    zero_overlap_comm: bool | None = None
     offload: Literal["none", "optimizer", "params"] = "none"
 
 

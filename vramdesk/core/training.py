@@ -521,8 +521,19 @@ def training_phases(
         layer_max = max(facts.weights(parse_weight_format("bf16"), frozenset({"text"})).per_layer.values(), default=0)
         gathered = 2 * layer_max  # the current layer and the prefetched next one, unsharded
     buckets = 0
-    if n > 1:
-        buckets = 2 * 25 * MIB if not (par.zero or par.fsdp) else 4 * 25 * MIB
+    bucket_text = "DDP / FSDP gradient buckets (25 MB each, two in flight)"
+    if par.zero:
+        # DeepSpeed's contiguous gradient bucket (ipg buffer) of reduce_bucket_size elements, a second one with
+        # overlap_comm; it exists on a single GPU too
+        size = par.zero_bucket or 500_000_000
+        overlap = par.zero_overlap_comm if par.zero_overlap_comm is not None else par.zero == 3
+        count = 2 if overlap and par.zero < 3 else 1
+        buckets = size * (4 if work.precision == "fp32" else 2) * count
+        bucket_text = f"DeepSpeed gradient bucket{'s' if count > 1 else ''}: reduce_bucket_size {size:,} elements" + (
+            " x 2 (overlap_comm)" if count > 1 else ""
+        )
+    elif n > 1:
+        buckets = 2 * 25 * MIB if not par.fsdp else 4 * 25 * MIB
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
     # the same activation bytes as one micro-batch through every layer
     a_gpu = acts.total / tp
@@ -575,11 +586,7 @@ def training_phases(
             )
         )
     if buckets:
-        extra.append(
-            comp(
-                "communication buckets", buckets, "overhead", "DDP / ZeRO gradient buckets (25 MB each, two in flight)"
-            )
-        )
+        extra.append(comp("communication buckets", buckets, "overhead", bucket_text))
     if work.method == "qlora":
         extra.append(
             comp(

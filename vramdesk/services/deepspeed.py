@@ -191,6 +191,11 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
         v = _int(zero.get(key), f"zero_optimization.{key}")
         if v is not None:
             buckets[key] = v
+    if "reduce_bucket_size" in buckets:
+        opts["zero_bucket"] = buckets["reduce_bucket_size"]
+    overlap = zero.get("overlap_comm")
+    if isinstance(overlap, bool):
+        opts["zero_overlap_comm"] = overlap
     if _enabled(data.get("bf16"), "bf16"):
         opts["precision"] = "amp-bf16"
     elif _enabled(data.get("fp16"), "fp16"):
