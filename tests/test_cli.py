@@ -253,3 +253,11 @@ def test_adapter_and_fsdp_options_reach_the_scenario(capsys: pytest.CaptureFixtu
     assert code == 0 and json.loads(out)["scenario"]["parallelism"]["fsdp_strategy"] == "hybrid"
     code, _ = cli(*base, "--modules-to-save", "mlp")
     assert code == 2 and "modules_to_save: 'mlp'" in capsys.readouterr().err
+
+
+def test_max_memory_spills_to_host(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = cli("estimate", "Qwen/Qwen3-8B", "--gpu", "RTX 4090", "--max-memory-gib", "10", "--json")
+    assert code == 0 and json.loads(out)["host_bytes"] > 5 * 2**30
+    with pytest.raises(SystemExit) as exc:
+        cli("estimate", "Qwen/Qwen3-8B", "--max-memory-gib", "0")
+    assert exc.value.code == 2 and "--max-memory-gib" in capsys.readouterr().err

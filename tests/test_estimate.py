@@ -343,3 +343,44 @@ def test_vllm_tensor_and_pipeline_parallel_shard_weights_and_kv() -> None:
         assert len(e.per_gpu) == 4
     assert tp4.engine.kv_bytes_per_token == pytest.approx(80 * 8 * 128 * 2 * 2 / 4)
     assert pp4.engine.kv_bytes_per_token == tp4.engine.kv_bytes_per_token
+
+
+def test_device_map_max_memory_fills_gpus_in_order_then_spills_to_cpu_and_disk() -> None:
+    from vramdesk.core.dtypes import parse_weight_format
+    from vramdesk.core.inference import place_weights
+
+    cat = default_catalog()
+    model = "Qwen/Qwen3-8B"
+    facts = cat.facts(model)
+
+    def scen(gpus: int, **work: Any) -> Estimate:
+        s = Scenario.model_validate(
+            {
+                "model": {"id": model},
+                "hardware": {"gpu": "RTX 4090", "gpu_count": gpus},
+                "workload": {"kind": "inference", "input_len": 1024, "output_len": 64, **work},
+            }
+        )
+        return estimate(s, facts, cat.gpu("RTX 4090"))
+
+    # a cap every GPU's balanced share fits under changes nothing
+    assert scen(2, max_memory_gib=20).per_gpu == scen(2).per_gpu
+    # 16.4 GB of bf16 weights on one GPU capped at 10 GiB: the rest goes to CPU memory
+    spill = scen(1, max_memory_gib=10)
+    weights = next(c.bytes for c in spill.components if c.name == "weights")
+    assert weights <= 10 * GIB
+    assert spill.host_bytes > 5 * GIB
+    assert any("CPU memory" in x for x in spill.warnings)
+    moving = next(c.bytes for c in spill.components if c.name == "offloaded layer")
+    assert moving > 0
+    # a CPU cap sends the remainder to disk, which is neither GPU nor host memory
+    disk = scen(1, max_memory_gib=10, cpu_memory_gib=2)
+    assert disk.host_bytes <= 2 * GIB and any("on disk" in x for x in disk.warnings)
+    # the placement itself: layers stay in order, GPU 0 keeps room for the largest layer when anything spills
+    wb = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
+    place = place_weights(wb, facts.arch.n_layers, 2, 6 * GIB, None)
+    held = [i for slot in place.gpus for i in slot.layers] + list(place.cpu.layers)
+    assert held == list(range(facts.arch.n_layers))
+    gpu0 = sum(wb.per_layer[i] for i in place.gpus[0].layers) + wb.embedding + wb.other
+    largest = max(*wb.per_layer.values(), wb.head)
+    assert gpu0 + largest <= 6 * GIB

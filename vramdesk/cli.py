@@ -25,7 +25,17 @@ from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
 
 #: long option -> (where it goes in the scenario, type)
-_INFERENCE_KEYS = {"engine", "attention", "batch", "input_len", "output_len", "kv_dtype", "full_prompt_logits"}
+_INFERENCE_KEYS = {
+    "engine",
+    "attention",
+    "batch",
+    "input_len",
+    "output_len",
+    "kv_dtype",
+    "full_prompt_logits",
+    "max_memory_gib",
+    "cpu_memory_gib",
+}
 _FINETUNE_KEYS = {
     "method",
     "micro_batch",
@@ -100,6 +110,16 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got '{text}'") from None
     if not 0 < v <= 1:
         raise argparse.ArgumentTypeError(f"must be in (0, 1], got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got '{text}'") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {v}")
     return v
 
 
@@ -184,6 +204,18 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         help="FSDP sharding: full, shard-grad-op (like ZeRO-2), hybrid (shard inside a node) [full]",
     )
     p.add_argument("--offload", choices=["none", "optimizer", "params"], default=None)
+    p.add_argument(
+        "--max-memory-gib",
+        type=_positive_float,
+        default=None,
+        help="transformers device_map: accelerate's max_memory per GPU (GiB); the rest spills to CPU, then disk",
+    )
+    p.add_argument(
+        "--cpu-memory-gib",
+        type=_positive_float,
+        default=None,
+        help="transformers device_map: CPU memory for spilled weights before disk (GiB) [no cap]",
+    )
     p.add_argument("--gpu-memory-utilization", type=_fraction, default=None, help="vLLM [0.9]")
     p.add_argument("--max-num-seqs", type=_positive, default=None, help="vLLM [256]")
     p.add_argument("--max-num-batched-tokens", type=_positive, default=None, help="vLLM [8192]")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import ceil
+from typing import TYPE_CHECKING
 
 from . import constants as K
 from .architecture import Architecture, AttentionKind, LayerSpec
@@ -17,6 +18,9 @@ from .kv import KvPlan, plan_kv
 from .result import Component, EngineInfo, Phase
 from .scenario import InferenceWorkload
 from .weights import WeightBytes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 @dataclass
@@ -200,27 +204,128 @@ def split_layers(n_layers: int, n_gpus: int) -> list[range]:
     return out
 
 
-def _transformers_gpu(ctx: Context, layers: range, first: bool, last: bool, n_gpus: int) -> tuple[list[Phase], int]:
-    """Phases of one GPU holding ``layers`` (GPU 0 also the embedding, the last one the head and the logits)."""
+@dataclass(frozen=True)
+class Slot:
+    """What one GPU holds in a device_map: decoder layers, and whether the embedding and the lm_head."""
+
+    layers: tuple[int, ...]
+    embed: bool
+    head: bool
+
+
+@dataclass(frozen=True)
+class Placement:
+    """accelerate's device_map: the GPUs' slots, then what spilled to CPU memory and to disk."""
+
+    gpus: tuple[Slot, ...]
+    cpu: Slot = Slot((), False, False)
+    disk: Slot = Slot((), False, False)
+    cpu_bytes: int = 0
+    disk_bytes: int = 0
+    #: the largest module stored off the GPUs (moved to the first GPU for its forward)
+    largest_offloaded: int = 0
+
+    @property
+    def spilled(self) -> bool:
+        return bool(self.cpu.layers or self.disk.layers or self.cpu.embed or self.cpu.head or self.disk.head)
+
+
+def place_weights(w: WeightBytes, n_layers: int, n_gpus: int, cap: int | None, cpu_cap: int | None) -> Placement:
+    """Layers over GPUs as accelerate's ``device_map="auto"`` places them: a balanced split when every GPU's
+    share fits its ``max_memory`` (``cap``), else GPUs filled in order, then CPU memory (up to ``cpu_cap``),
+    then disk; when anything spills, the first GPU keeps room for the largest layer, which offloaded layers
+    borrow for their forward (accelerate's main-device reserve)."""
+    embed_b = w.embedding + w.other
+    ranges = split_layers(n_layers, n_gpus)
+
+    def share(g: int, r: range) -> int:
+        return (
+            sum(w.per_layer.get(i, 0) for i in r) + (embed_b if g == 0 else 0) + (w.head if g == len(ranges) - 1 else 0)
+        )
+
+    if cap is None or all(share(g, r) <= cap for g, r in enumerate(ranges)):
+        return Placement(tuple(Slot(tuple(r), g == 0, g == len(ranges) - 1) for g, r in enumerate(ranges)))
+    modules: list[tuple[int | str, int]] = [
+        ("embed", embed_b),
+        *((i, w.per_layer.get(i, 0)) for i in range(n_layers)),
+        ("head", w.head),
+    ]
+    largest = max([w.per_layer.get(i, 0) for i in range(n_layers)] + [w.head])
+
+    def fill(reserve: int) -> Placement:
+        where: dict[int | str, str | int] = {}
+        used = [0] * n_gpus
+        g = 0
+        cpu_used = disk_used = 0
+        off = False
+        for key, size in modules:
+            while not off and g < n_gpus and used[g] + size > cap - (reserve if g == 0 else 0):
+                g += 1
+            if not off and g < n_gpus:
+                where[key] = g
+                used[g] += size
+                continue
+            off = True
+            if cpu_cap is None or (cpu_used + size <= cpu_cap and disk_used == 0):
+                where[key], cpu_used = "cpu", cpu_used + size
+            else:
+                where[key], disk_used = "disk", disk_used + size
+
+        def slot(dev: str | int) -> Slot:
+            return Slot(
+                tuple(i for i in range(n_layers) if where[i] == dev), where["embed"] == dev, where["head"] == dev
+            )
+
+        gpus = tuple(slot(d) for d in range(n_gpus) if any(v == d for v in where.values()))
+        offloaded = [size for key, size in modules if where[key] in ("cpu", "disk")]
+        return Placement(
+            gpus or (Slot((), False, False),),
+            slot("cpu"),
+            slot("disk"),
+            cpu_used,
+            disk_used,
+            max(offloaded, default=0),
+        )
+
+    first = fill(0)
+    return fill(largest) if first.spilled else first
+
+
+def _transformers_gpu(
+    ctx: Context,
+    layers: Sequence[int],
+    first: bool,
+    last: bool,
+    n_gpus: int,
+    *,
+    head_weights: bool | None = None,
+    offloaded: Sequence[int] = (),
+    transit: int = 0,
+) -> tuple[list[Phase], int]:
+    """Phases of one GPU holding ``layers`` (GPU 0 also the embedding, the last one the head and the logits).
+
+    ``offloaded``: layers stored in CPU memory or on disk that run on this GPU (their KV cache lives here);
+    ``transit``: the largest offloaded module, on this GPU while it runs; ``head_weights``: whether this GPU
+    stores the lm_head (default: ``last``)."""
     arch, work = ctx.arch, ctx.work
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
     c = ctx.compute_bytes
     total_tokens = s_in + s_out
     w = ctx.weights
-    specs = tuple(arch.layers[i] for i in layers)
-    where = (
-        ""
-        if n_gpus == 1
-        else f"device_map='auto' over {n_gpus} GPUs: this GPU holds layers {layers.start}-{layers.stop - 1}"
-    )
-    if n_gpus == 1:
+    head_here = last if head_weights is None else head_weights
+    run_layers = sorted({*layers, *offloaded})
+    specs = tuple(arch.layers[i] for i in run_layers)
+    split = n_gpus > 1 or bool(offloaded) or not (first and head_here)
+    span = f"layers {layers[0]}-{layers[-1]}" if layers else "no layers"
+    where = "" if not split else f"device_map='auto' over {n_gpus} GPU(s): this GPU holds {span}"
+    if not split:
         weights = _weights_component(ctx)
     else:
         part = sum(w.per_layer.get(i, 0) for i in layers)
         part += (w.embedding + w.other) if first else 0
-        part += w.head if last else 0
+        part += w.head if head_here else 0
         weights = _weights_component(
-            ctx, 1.0, where + (" + embeddings" if first else "") + (" + lm_head" if last else "")
+            ctx, 1.0, where + (" + embeddings" if first else "") + (" + lm_head" if head_here else "")
         )
         weights = weights.model_copy(update={"bytes": part})
     ws = _workspace(ctx.gpu)
@@ -262,7 +367,7 @@ def _transformers_gpu(ctx: Context, layers: range, first: bool, last: bool, n_gp
         )
 
     n = b * s_in
-    sub = arch.model_copy(update={"layers": specs}) if n_gpus > 1 else arch
+    sub = arch.model_copy(update={"layers": specs}) if split and specs else arch
     layer_b, layer_text = _max_layer_transient(sub, n, b, s_in, c, work.attention)
     transients = [(layer_b, f"one layer's intermediates at {n} prompt tokens: {layer_text}", "activations")]
     if last:
@@ -305,7 +410,26 @@ def _transformers_gpu(ctx: Context, layers: range, first: bool, last: bool, n_gp
         explain=f"{best[1]} (the larger of the layer transient and the logits; "
         "activations of earlier layers are freed in inference)",
     )
-    prefill = [weights, kv_component(kv_pre.kv_bytes, kv_pre.explain), *state, prefill_transient, ws, *kernel]
+    moving: list[Component] = []
+    if transit:
+        moving.append(
+            Component(
+                name="offloaded layer",
+                bytes=transit,
+                category="weights",
+                explain=f"accelerate moves each CPU- or disk-offloaded module to this GPU for its forward: the "
+                f"largest is {transit:,} B",
+            )
+        )
+    prefill = [
+        weights,
+        kv_component(kv_pre.kv_bytes, kv_pre.explain),
+        *state,
+        prefill_transient,
+        ws,
+        *kernel,
+        *moving,
+    ]
 
     logits_step = b * arch.vocab * (c + 4 + 4) if last else 0
     decode_tr = logits_step + kv_end.largest_layer_bytes // 2
@@ -319,7 +443,7 @@ def _transformers_gpu(ctx: Context, layers: range, first: bool, last: bool, n_gp
             f"({kv_end.largest_layer_bytes // 2:,} B)"
         ),
     )
-    decode = [weights, kv_component(kv_end.kv_bytes, kv_end.explain), *state, decode_transient, ws, *kernel]
+    decode = [weights, kv_component(kv_end.kv_bytes, kv_end.explain), *state, decode_transient, ws, *kernel, *moving]
 
     phases = [Phase(name="load", components=tuple(load)), Phase(name="prefill", components=tuple(prefill))]
     if s_out > 0:
@@ -334,17 +458,57 @@ def transformers_run(ctx: Context) -> EngineRun:
     n_gpus = max(1, ctx.gpu_count)
     if ctx.tp > 1:
         warnings.append("transformers: tensor parallelism is estimated as a device_map split of the layers")
-    ranges = split_layers(arch.n_layers, n_gpus)
+    cap = None if work.max_memory_gib is None else int(work.max_memory_gib * GIB)
+    cpu_cap = None if work.cpu_memory_gib is None else int(work.cpu_memory_gib * GIB)
+    place = place_weights(ctx.weights, arch.n_layers, n_gpus, cap, cpu_cap)
+    off_layers = (*place.cpu.layers, *place.disk.layers)
+    head_off = place.cpu.head or place.disk.head
     per_gpu: list[list[Phase]] = []
     slacks: list[int] = []
     slack_text = ""
-    for g, layers in enumerate(ranges):
-        phases, largest = _transformers_gpu(ctx, layers, g == 0, g == len(ranges) - 1, len(ranges))
+    n_used = len(place.gpus)
+    for g, slot in enumerate(place.gpus):
+        # offloaded modules run on the first GPU (accelerate's execution device for them)
+        main = g == 0
+        phases, largest = _transformers_gpu(
+            ctx,
+            slot.layers,
+            slot.embed or (main and (place.cpu.embed or place.disk.embed)),
+            slot.head or (main and head_off),
+            n_used,
+            head_weights=slot.head,
+            offloaded=off_layers if main else (),
+            transit=place.largest_offloaded if main else 0,
+        )
+        if main and (place.cpu.embed or place.disk.embed):
+            # the embedding weights stay off the GPU; only the lookup runs there
+            phases = [
+                Phase(
+                    name=p.name,
+                    components=tuple(
+                        c.model_copy(update={"bytes": c.bytes - ctx.weights.embedding - ctx.weights.other})
+                        if c.name == "weights"
+                        else c
+                        for c in p.components
+                    ),
+                )
+                for p in phases
+            ]
         peak = max(phases, key=lambda p: p.allocated_bytes)
-        slack, text = _torch_reserved_slack(ctx, peak, largest, len(layers))
+        slack, text = _torch_reserved_slack(ctx, peak, largest, max(1, len(slot.layers)))
         per_gpu.append(phases)
         slacks.append(slack)
         slack_text = slack_text or text
+    if place.spilled:
+        warnings.append(
+            f"device_map: {_fmt_gib(place.cpu_bytes)} of weights in CPU memory"
+            + (f" and {_fmt_gib(place.disk_bytes)} on disk" if place.disk_bytes else "")
+            + " (max_memory per GPU "
+            + _fmt_gib(cap or 0)
+            + "); they cross PCIe"
+            + (" and are read from disk" if place.disk_bytes else "")
+            + " for every forward, so generation is far slower"
+        )
     context = Component(
         name="CUDA context",
         bytes=K.CUDA_CONTEXT_TORCH,
@@ -375,10 +539,10 @@ def transformers_run(ctx: Context) -> EngineRun:
         device_extra=[context],
         reserved_slack=slacks[0],
         reserved_explain=slack_text,
-        host_bytes=0,
+        host_bytes=place.cpu_bytes,
         info=info,
         warnings=warnings,
-        gpu_count=len(ranges),
+        gpu_count=len(per_gpu),
         per_gpu_phases=per_gpu,
         per_gpu_slack=slacks,
     )

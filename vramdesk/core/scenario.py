@@ -68,6 +68,11 @@ class InferenceWorkload(_Frozen):
     kv_dtype: KvDtypeName = "auto"
     #: transformers < 4.45 computed logits for every prompt position in generate(); newer keeps the last
     full_prompt_logits: bool = False
+    #: transformers device_map="auto": accelerate's max_memory per GPU for the weights (GiB); what does not fit
+    #: on the GPUs goes to CPU memory, then to disk. None = no cap (an even layer split)
+    max_memory_gib: float | None = Field(default=None, gt=0.0, le=100_000.0)
+    #: accelerate's max_memory for "cpu" (GiB) before weights spill to disk; None = no cap
+    cpu_memory_gib: float | None = Field(default=None, ge=0.0, le=1_000_000.0)
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
 

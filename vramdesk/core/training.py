@@ -406,7 +406,7 @@ def training_phases(
             f"(rank {work.lora_rank}, {len(chosen)} target matrices) in {adapter_label}{kbit_note}"
         )
         if saved:
-            w_explain += "; trained copies of " + ", ".join(f"{name} ({n:,} params)" for name, n in saved)
+            w_explain += "; trained copies of " + ", ".join(f"{name} ({n:,} parameters)" for name, n in saved)
         if bias_params:
             w_explain += f"; {bias_params:,} bias parameters trained (lora_bias={work.lora_bias})"
         matrices: list[tuple[int, ...]] = []
