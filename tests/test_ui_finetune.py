@@ -168,7 +168,7 @@ def test_each_option_changes_the_estimate_the_way_the_core_says(qtbot) -> None:
 def test_dropout_and_dora_only_apply_to_adapters(qtbot) -> None:
     w = make_window(qtbot, finetune())
     f = w.form
-    assert f.lora_dropout_spin.maximum() == pytest.approx(0.95) and f.lora_dropout_spin.minimum() == 0
+    assert f.lora_dropout_spin.maximum() == pytest.approx(0.99) and f.lora_dropout_spin.minimum() == 0
     for widget in (f.lora_dropout_spin, f.dora_check, f.chunked_loss_check, f.activation_offload_check):
         assert widget.isEnabled() and widget.toolTip()
     assert "mask" in f.lora_dropout_spin.toolTip() and "host memory" in f.activation_offload_check.toolTip()
@@ -279,3 +279,19 @@ def test_explain_dialog_in_chinese(qtbot, monkeypatch) -> None:
         dialog.close()
     finally:
         i18n.set_language("en")
+
+
+def test_the_largest_dropout_the_form_offers_is_one_the_core_accepts(qtbot) -> None:
+    """PEFT takes a dropout in [0, 1): the spin box goes to 0.99, and the core estimates that value."""
+    from pydantic import ValidationError
+
+    w = make_window(qtbot, finetune())
+    f = w.form
+    with qtbot.waitSignal(w.estimated, timeout=2000):
+        f.lora_dropout_spin.setValue(f.lora_dropout_spin.maximum())
+    ev = w.evaluation
+    assert ev is not None and ev.view is not None, ev and ev.error
+    assert ev.scenario is not None and ev.scenario.workload.lora_dropout == pytest.approx(0.99)
+    assert ev.view.device_bytes == core(finetune(lora_dropout=0.99)).device_bytes
+    with pytest.raises(ValidationError):
+        finetune(lora_dropout=1.0)

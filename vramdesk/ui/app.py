@@ -39,7 +39,7 @@ from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 from . import theme
 from .charts import FULL_CIRCLE
 from .dialogs import apply_saved_settings
-from .i18n import choose_language, set_language, tr
+from .i18n import choose_language, install_qt_translations, set_language, tr
 from .main_window import WINDOW_SIZE, MainWindow
 
 USAGE = """\
@@ -158,6 +158,7 @@ def ensure_app() -> QApplication:
     app.setStyle("Fusion")
     install_font(app)
     set_language(choose_language())
+    install_qt_translations()
     dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark and not _offscreen()
     theme.use_palette(theme.DARK if dark else theme.LIGHT)
     return app
@@ -323,7 +324,10 @@ def check_output_path(out: Path) -> None:
 
 
 def screenshot(out: Path, scenario: Scenario) -> MainWindow:
-    """Render the window for ``scenario`` at :data:`WINDOW_SIZE` and save it as PNG (raises OSError)."""
+    """Render the window for ``scenario`` at :data:`WINDOW_SIZE` and save it as PNG (raises OSError).
+
+    On a high-DPI screen (device pixel ratio 2, e.g. ``QT_SCALE_FACTOR=2``) the PNG has the screen's own pixels
+    (2960x1800), so text, lines and the charts stay sharp; the window's layout is the same."""
     window = _offscreen_window(scenario)
     try:
         window.wait_idle()
@@ -334,10 +338,17 @@ def screenshot(out: Path, scenario: Scenario) -> MainWindow:
             raise ValueError(f"cannot estimate this scenario: {ev.error}")
         QApplication.processEvents()
         image = window.grab().toImage()
-        if image.width() != WINDOW_SIZE[0] or image.height() != WINDOW_SIZE[1]:  # a high-DPI screen
+        ratio = max(1.0, window.devicePixelRatioF())
+        want = (round(WINDOW_SIZE[0] * ratio), round(WINDOW_SIZE[1] * ratio))
+        if (image.width(), image.height()) != want:  # a window the platform did not give its full size
             image = image.scaled(
-                *WINDOW_SIZE, Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation
+                *want, Qt.AspectRatioMode.IgnoreAspectRatio, Qt.TransformationMode.SmoothTransformation
             )
+        # PNG's pHYs: 96 dpi x the ratio, so viewers show a 2x image at the window's size
+        dots_per_meter = round(96 / 0.0254 * ratio)
+        image.setDotsPerMeterX(dots_per_meter)
+        image.setDotsPerMeterY(dots_per_meter)
+        window.screenshot_size = (image.width(), image.height())
         check_output_path(out)
         writer = QImageWriter(str(out), b"png")
         if not writer.write(image):
@@ -383,11 +394,12 @@ def run(argv: list[str]) -> int:
                 return 2
         ensure_app()
         try:
-            _in_loop(lambda: screenshot(opts.out, scenario), delay_ms=10)  # type: ignore[arg-type]
+            shot = _in_loop(lambda: screenshot(opts.out, scenario), delay_ms=10)  # type: ignore[arg-type]
         except (OSError, ValueError) as err:
             _err(str(err))
             return 2
-        print(f"saved {opts.out} ({WINDOW_SIZE[0]}x{WINDOW_SIZE[1]})")
+        width, height = getattr(shot, "screenshot_size", WINDOW_SIZE)
+        print(f"saved {opts.out} ({width}x{height})")
         return 0
 
     if opts.mode == "self-test":

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from . import theme
+from .core_text import localize, localize_name
 from .i18n import tr
 from .presenter import EstimateView, pie_angles, unit_bytes, unit_name
 
@@ -40,6 +41,13 @@ SHORT_PHASE_NAMES = {
     "backward (end)": "backward",
     "optimizer step": "optimizer",
 }
+
+
+def _phase_label(name: str) -> str:
+    """A phase's axis label: short in English, the (short) translation otherwise."""
+    return localize_name(SHORT_PHASE_NAMES.get(name, name))
+
+
 #: slices smaller than this share get no percentage label
 LABEL_MIN_SHARE = 0.06
 
@@ -52,6 +60,8 @@ class PieSlice:
     #: 1/16 degree, relative to :data:`PIE_START`; spans add up to 5760 exactly
     start: int
     span: int
+    #: where the number comes from (a second paragraph of the tooltip), in the window's language
+    note: str = ""
 
     @property
     def degrees(self) -> float:
@@ -85,9 +95,11 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
             return ""
         s = self._slices[index]
         total = sum(x.value for x in self._slices) or 1
-        return (
-            f"{s.label}: {s.value / unit_bytes():.2f} {unit_name()} ({s.value:,} bytes, {s.value / total * 100:.1f}%)"
+        head = (
+            f"{s.label}: {s.value / unit_bytes():.2f} {unit_name()} "
+            f"({s.value:,} {tr('bytes')}, {s.value / total * 100:.1f}%)"
         )
+        return f"{head}\n{s.note}" if s.note else head
 
     def hoverEvent(self, ev: Any) -> None:
         if ev.isExit():
@@ -103,12 +115,14 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
     def radius(self) -> float:
         return self._radius
 
-    def set_slices(self, items: list[tuple[str, int, str]]) -> None:
-        """``items``: (label, value, colour) in drawing order, clockwise from 12 o'clock."""
+    def set_slices(self, items: list[tuple[str, int, str]], notes: list[str] | None = None) -> None:
+        """``items``: (label, value, colour) in drawing order, clockwise from 12 o'clock; ``notes``: one
+        explanation per item for the tooltips."""
         angles = pie_angles([max(0, v) for _, v, _ in items], FULL_CIRCLE)
+        texts = list(notes) if notes is not None and len(notes) == len(items) else [""] * len(items)
         self._slices = tuple(
-            PieSlice(label, value, color, start, span)
-            for (label, value, color), (start, span) in zip(items, angles, strict=True)
+            PieSlice(label, value, color, start, span, note)
+            for (label, value, color), (start, span), note in zip(items, angles, texts, strict=True)
         )
         self.update()
 
@@ -344,7 +358,7 @@ class BreakdownChart(QWidget):
 
     def show_view(self, view: EstimateView) -> None:
         """Draw ``view`` in the visible chart; the hidden one is drawn when it is shown (half the work)."""
-        self.title.setText(f"{tr('Breakdown at the peak')} ({view.peak_phase})")
+        self.title.setText(f"{tr('Breakdown at the peak')} ({localize_name(view.peak_phase)})")
         self.title.setToolTip(self.title.text())
         self._view = view
         if self.bar_plot.getPlotItem().getAxis("left").labelText != unit_name():
@@ -363,7 +377,9 @@ class BreakdownChart(QWidget):
         self._drawn[self.mode] = True
 
     def _show_pie(self, view: EstimateView) -> None:
-        self.pie.set_slices([(s.name, s.bytes, s.color) for s in view.slices])
+        self.pie.set_slices(
+            [(localize_name(s.name), s.bytes, s.color) for s in view.slices], [localize(s.explain) for s in view.slices]
+        )
         self._pie_labels.reset()
         for i, s in enumerate(view.slices):
             if s.share < LABEL_MIN_SHARE:
@@ -399,7 +415,10 @@ class BreakdownChart(QWidget):
                 brush=QColor(s.color),
                 pen=pg.mkPen(theme.current().background, width=1),
             )
-            bar.setToolTip(f"{s.name}: {height:.2f} {unit_name()} ({s.bytes:,} bytes, {s.share * 100:.1f}%)")
+            bar.setToolTip(
+                f"{localize_name(s.name)}: {height:.2f} {unit_name()} ({s.bytes:,} {tr('bytes')}, "
+                f"{s.share * 100:.1f}%)\n{localize(s.explain)}"
+            )
             plot.addItem(bar)
             self.bar_items.append(bar)
             bottom += height
@@ -413,7 +432,8 @@ class BreakdownChart(QWidget):
             )
             rest.setToolTip(
                 "\n".join(
-                    f"GPU {i}: {loads[i].allocated_bytes / unit_bytes():.2f} {unit_name()} allocated" for i in other
+                    f"GPU {i}: {loads[i].allocated_bytes / unit_bytes():.2f} {unit_name()} {tr('allocated')}"
+                    for i in other
                 )
             )
             plot.addItem(rest)
@@ -427,7 +447,7 @@ class BreakdownChart(QWidget):
                 if height < top * 0.045:
                     continue
                 y0 = float(bar.opts["y0"][0])
-                text = _label(f"{s.name}  {height:.2f}", theme.current().text, (0.0, 0.5), size=8)
+                text = _label(f"{localize_name(s.name)}  {height:.2f}", theme.current().text, (0.0, 0.5), size=8)
                 text.setPos(0.36, y0 + height / 2)
                 plot.addItem(text)
                 self._bar_extras.append(text)
@@ -443,7 +463,8 @@ class BreakdownChart(QWidget):
         right = 1.42 if n == 1 else n - 0.4
         self._bar_extras += _gpu_marks(plot, view, top, gpu_in_range, right)
         plot.setRange(xRange=(-0.45, right + 0.03), yRange=(0, top), padding=0)
-        ticks = [(0, f"peak ({view.peak_phase})")] if n == 1 else [(i, f"GPU {i}") for i in range(n)]
+        peak = f"{localize_name('peak')} ({localize_name(view.peak_phase)})"
+        ticks = [(0, peak)] if n == 1 else [(i, f"GPU {i}") for i in range(n)]
         plot.getPlotItem().getAxis("bottom").setTicks([ticks])
 
 
@@ -510,10 +531,11 @@ class PhaseChart(QWidget):
                 pen=pg.mkPen(theme.current().background, width=1),
             )
             bar.setToolTip(
-                name
+                localize_name(name)
                 + "\n"
                 + "\n".join(
-                    f"{p.name}: {h:.2f} {unit_name()} ({h / (p.total / unit_bytes()) * 100 if p.total else 0:.1f}%)"
+                    f"{localize_name(p.name)}: {h:.2f} {unit_name()} "
+                    f"({h / (p.total / unit_bytes()) * 100 if p.total else 0:.1f}%)"
                     for p, h in zip(phases, heights, strict=True)
                 )
             )
@@ -530,7 +552,7 @@ class PhaseChart(QWidget):
         plot.getPlotItem().getAxis("bottom").setTicks(
             [
                 [
-                    (i, f"{SHORT_PHASE_NAMES.get(p.name, p.name)}{' (peak)' if p.is_peak else ''}")
+                    (i, f"{_phase_label(p.name)}{' (' + localize_name('peak') + ')' if p.is_peak else ''}")
                     for i, p in enumerate(phases)
                 ]
             ]

@@ -9,6 +9,7 @@ the library folder is watched and the current work updates with every estimate o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,11 +34,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramdesk.core.gpu import GIB
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.tables import (
     SECTION_TITLES,
     CompareItem,
+    CompareRow,
     Comparison,
     build_comparison,
     comparison_csv,
@@ -48,13 +49,29 @@ from vramdesk.storage.library import Entry, LibraryError, ScenarioLibrary
 from vramdesk.storage.scenarios import ScenarioFileError
 
 from . import theme
+from .core_text import localize, localize_name
 from .i18n import tr
-from .presenter import evaluate_scenario
+from .presenter import evaluate_scenario, unit_bytes, unit_name
 from .widgets import Legend
 
 MIN_ITEMS = 2
 MAX_ITEMS = 6
 CURRENT_ID = "::current"
+#: row names of the comparison the window translates (inputs are field names and stay as they are)
+ROW_NAMES = (
+    "peak allocated",
+    "peak reserved",
+    "on the device (per GPU)",
+    "host memory",
+    "peak phase",
+    "GPU",
+    "verdict",
+    "decode tokens/s",
+    "training tokens/s",
+    "error",
+)
+#: sections whose cells are byte counts, shown in the window's unit (GiB or GB)
+BYTE_SECTIONS = ("component", "total")
 
 Evaluator = Callable[[Scenario], CompareItem]
 
@@ -78,7 +95,7 @@ class CompareChart(pg.PlotWidget):  # type: ignore[misc]
         item.setMenuEnabled(False)
         item.hideButtons()
         item.setMouseEnabled(x=False, y=False)
-        self.setLabel("left", "GiB")
+        self.setLabel("left", unit_name())
         self.setMinimumHeight(200)
         #: component name -> GiB per column (what is drawn, in stacking order)
         self.stacks: dict[str, list[float]] = {}
@@ -97,9 +114,12 @@ class CompareChart(pg.PlotWidget):  # type: ignore[misc]
                     cats.setdefault(c.name, c.category)
         colors = theme.component_colors(list(cats.items()))
         self.colors = colors
+        unit = unit_bytes()
+        if self.getPlotItem().getAxis("left").labelText != unit_name():
+            self.setLabel("left", unit_name())
         self.stacks = {
             n: [
-                next((c.bytes for c in i.est.components if c.name == n), 0) / GIB if i.est is not None else 0.0
+                next((c.bytes for c in i.est.components if c.name == n), 0) / unit if i.est is not None else 0.0
                 for i in items
             ]
             for n in cats
@@ -110,7 +130,7 @@ class CompareChart(pg.PlotWidget):  # type: ignore[misc]
             bar = pg.BarGraphItem(
                 x=xs, height=heights, y0=list(bottoms), width=0.6, brush=QColor(colors[name]), pen=pg.mkPen(None)
             )
-            bar.setToolTip(name)
+            bar.setToolTip(localize_name(name))
             self.addItem(bar)
             self._items.append(bar)
             bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
@@ -121,12 +141,12 @@ class CompareChart(pg.PlotWidget):  # type: ignore[misc]
                 continue
             verdict = est.fit.verdict if est.fit else None
             color = theme.VERDICT_COLORS.get(verdict, theme.VERDICT_COLORS[None])
-            label = pg.TextItem(f"{est.device_bytes / GIB:.2f}", color=color, anchor=(0.5, 1.0))
+            label = pg.TextItem(f"{est.device_bytes / unit:.2f}", color=color, anchor=(0.5, 1.0))
             label.setPos(x, bottoms[x])
             self.addItem(label)
             self._items.append(label)
             if est.fit is not None:
-                mem = est.fit.memory_bytes / GIB
+                mem = est.fit.memory_bytes / unit
                 top = max(top, mem)
                 line = pg.PlotDataItem(
                     [x - 0.38, x + 0.38],
@@ -442,7 +462,7 @@ class LibraryWindow(QWidget):
         self.comparison = build_comparison(self.items)
         self._fill_table(self.comparison)
         self.chart.show_items(self.items)
-        self.legend.set_entries(list(self.chart.colors.items()))
+        self.legend.set_entries([(localize_name(n), c) for n, c in self.chart.colors.items()])
 
     def _fill_table(self, cmp: Comparison) -> None:
         p = theme.current()
@@ -453,8 +473,8 @@ class LibraryWindow(QWidget):
             part = cmp.section(section)
             if not part:
                 continue
-            rows.append((tr(title), None, [], False))
-            rows += [(r.name, section, list(r.cells), r.differs) for r in part]
+            rows.append((tr(title).replace("GiB", unit_name()), None, [], False))
+            rows += [(_row_name(r.name, section), section, _cells(r), r.differs) for r in part]
         self.table.clear()
         self.table.setColumnCount(1 + len(cmp.labels))
         self.table.setHorizontalHeaderLabels(["", *cmp.labels])
@@ -475,6 +495,7 @@ class LibraryWindow(QWidget):
                     item.setBackground(diff)
                 if kind == "verdict" and text in theme.VERDICT_COLORS:
                     item.setForeground(QBrush(QColor(theme.VERDICT_COLORS[text])))
+                    item.setText(localize_name(text))
                 self.table.setItem(row, col, item)
         self.table.resizeColumnsToContents()
 
@@ -532,6 +553,33 @@ class LibraryWindow(QWidget):
             return export_png(self.chart, path)
         atomic_write_text(path, self.table_text({"markdown": "md", "htm": "html"}.get(suffix, suffix)))
         return path
+
+
+def _row_name(name: str, section: str) -> str:
+    """A row's title in the window's language (component names, the fixed rows, "GPU 1 on the device")."""
+    if section == "component":
+        return localize_name(name)
+    if name in ROW_NAMES:
+        return tr(name)
+    m = re.fullmatch(r"GPU (\d+) on the device", name)
+    return f"GPU {m.group(1)} {tr('on the device')}" if m else name
+
+
+def _cells(row: CompareRow) -> list[str]:
+    """A row's cells as the window shows them: bytes in the window's unit, phases and errors translated."""
+    if row.section == "verdict" and row.name == "verdict":
+        return list(row.cells)  # the table colours them by verdict, then shows them translated
+    if row.section in BYTE_SECTIONS or row.name.endswith(" on the device"):
+        return [
+            f"{v / unit_bytes():.2f}" if isinstance(v, int) and not isinstance(v, bool) else _text(cell)
+            for v, cell in zip(row.values, row.cells, strict=True)
+        ]
+    return [_text(c) for c in row.cells]
+
+
+def _text(cell: str) -> str:
+    translated = localize_name(cell)
+    return translated if translated != cell else localize(cell)
 
 
 def _unique(labels: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from . import theme
+from .core_text import localize, localize_name
 from .i18n import LANGUAGES, language, set_language, tr
 from .presenter import Slice, unit_bytes, unit_name
 
@@ -77,7 +78,7 @@ class SettingsDialog(QDialog):
         for code, name in LANGUAGES.items():
             self.language_combo.addItem(name, code)
         self.language_combo.setCurrentIndex(max(0, self.language_combo.findData(language())))
-        self.language_combo.setToolTip(tr("The language changes the next time vramdesk starts."))
+        self.language_combo.setToolTip(tr("The language of the window (it changes at once)"))
         self.unit_combo = QComboBox()
         for key, label in UNIT_CHOICES.items():
             self.unit_combo.addItem(tr(label), key)
@@ -157,11 +158,12 @@ def explain_text(row: Slice, constants: Mapping[str, str], peak_phase: str = "")
     """Plain text for the Explain dialog: the component, its full explanation and the estimate's constants."""
     size = f"{row.bytes / unit_bytes():.2f} {unit_name()} ({row.bytes:,} {tr('bytes')}, {row.share * 100:.1f}%)"
     category = tr(theme.CATEGORY_LABELS.get(row.category, row.category))
-    lines = [f"{row.name}: {size}", f"{tr('Category')}: {category}"]
+    lines = [f"{localize_name(row.name)}: {size}", f"{tr('Category')}: {category}"]
     if peak_phase:
-        lines.append(f"{tr('Peak phase')}: {peak_phase}")
-    lines += ["", tr("Where the number comes from") + ":", row.explain, "", tr("Constants and sources") + ":"]
-    lines += [f"• {name}: {source}" for name, source in constants.items()] or [tr("(none)")]
+        lines.append(f"{tr('Peak phase')}: {localize_name(peak_phase)}")
+    explain = localize(row.explain)
+    lines += ["", tr("Where the number comes from") + ":", explain, "", tr("Constants and sources") + ":"]
+    lines += [f"• {localize_name(name)}: {localize(source)}" for name, source in constants.items()] or [tr("(none)")]
     return "\n".join(lines)
 
 
@@ -174,7 +176,7 @@ class ExplainDialog(QDialog):
         self, row: Slice, constants: Mapping[str, str], peak_phase: str = "", parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
-        self.setWindowTitle(f"{tr('Explain')}: {row.name}")
+        self.setWindowTitle(f"{tr('Explain')}: {localize_name(row.name)}")
         self.setObjectName("explainDialog")
         self.text = explain_text(row, constants, peak_phase)
         self.view = QPlainTextEdit(self)

@@ -44,6 +44,9 @@ from .presenter import (
     unit_name,
 )
 
+#: the largest LoRA dropout the form offers (two decimals below 1: PEFT and the core accept [0, 1))
+LORA_DROPOUT_MAX = 0.99
+
 TIPS: dict[str, str] = {
     "transformers": "Hugging Face transformers generate(): the KV cache grows with every token",
     "vllm": "vLLM pre-allocates gpu_memory_utilization x the GPU's memory; the question is how many tokens fit",
@@ -221,7 +224,8 @@ class WorkloadForm(QWidget):
         self.lora_targets_edit = QLineEdit()
         self.lora_targets_edit.setToolTip(tr("all-linear, or a comma list of modules: q,k,v,o,gate,up,down"))
         self.lora_dropout_spin = QDoubleSpinBox()
-        self.lora_dropout_spin.setRange(0.0, 0.95)
+        # PEFT accepts a dropout probability in [0, 1); so does the core (FinetuneWorkload.lora_dropout < 1)
+        self.lora_dropout_spin.setRange(0.0, LORA_DROPOUT_MAX)
         self.lora_dropout_spin.setSingleStep(0.05)
         self.lora_dropout_spin.setDecimals(2)
         self.lora_dropout_spin.setAlignment(Qt.AlignmentFlag.AlignRight)
@@ -303,7 +307,11 @@ class WorkloadForm(QWidget):
         self.zero_combo.setToolTip(tr("DeepSpeed ZeRO stage (fine-tuning on several GPUs)"))
         self.fsdp_check = QCheckBox(tr("FSDP (full sharding)"))
         self.fsdp_check.setToolTip(tr("PyTorch FSDP: like ZeRO-3"))
-        self.offload_combo = _combo(OFFLOADS, tr("Move optimizer states or parameters to CPU memory"))
+        self.offload_combo = _combo(
+            OFFLOADS,
+            tr("Move optimizer states or parameters to CPU memory"),
+            {"none": tr("off"), "optimizer": tr("optimizer states"), "params": tr("parameters")},
+        )
         hw_box = QGroupBox(tr("Hardware"))
         hl = self._form_layout(hw_box)
         hl.addRow(self.detected_label)

@@ -15,6 +15,7 @@ import json
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from vramdesk.services.catalog import resources_dir
 
@@ -23,6 +24,8 @@ LANGUAGES: dict[str, str] = {"en": "English", "zh_CN": "简体中文"}
 SETTING_KEY = "ui/language"
 
 _state: dict[str, str] = {}
+#: the QTranslator of Qt's own strings now installed (standard buttons, context menus), if any
+_qt_translators: list[Any] = []
 
 
 def i18n_dir() -> Path:
@@ -82,6 +85,29 @@ def set_language(lang: str, *, persist: bool = False) -> str:
 
 def language() -> str:
     return _state.get("lang", "en")
+
+
+def install_qt_translations(lang: str | None = None) -> bool:
+    """Qt's own strings (OK, Cancel, Close, the text fields' context menus) in ``lang`` (default: the current
+    language), from the ``qtbase_<lang>.qm`` that ships with Qt; English removes them. False when Qt has no such
+    file (a bundle without Qt's translations) or there is no application yet."""
+    from PySide6.QtCore import QCoreApplication, QLibraryInfo, QTranslator
+
+    app = QCoreApplication.instance()
+    if app is None:
+        return False
+    for old in _qt_translators:
+        app.removeTranslator(old)
+    _qt_translators.clear()
+    lang = lang or language()
+    if lang == "en":
+        return True
+    translator = QTranslator(app)
+    if not translator.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
+        return False
+    app.installTranslator(translator)
+    _qt_translators.append(translator)
+    return True
 
 
 def tr(text: str) -> str:

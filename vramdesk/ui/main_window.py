@@ -62,8 +62,9 @@ from vramdesk.storage.scenarios import ScenarioFileError, load_scenario, save_sc
 from . import theme
 from .browser import HubSearch, LocalSearch, ModelBrowser
 from .charts import BreakdownChart, PhaseChart
+from .core_text import localize, localize_name
 from .forms import WorkloadForm
-from .i18n import LANGUAGES, language, set_language, tr
+from .i18n import LANGUAGES, install_qt_translations, language, set_language, tr
 from .presenter import (
     DETECTED_PREFIX,
     VERDICT_TITLES,
@@ -183,6 +184,8 @@ class MainWindow(QMainWindow):
         self.view: EstimateView | None = None
         #: seconds of the last estimate + repaint (for the status bar and the tests)
         self.last_update_seconds = 0.0
+        #: pixel size of the last --screenshot image (device pixels: twice the window's size at a ratio of 2)
+        self.screenshot_size: tuple[int, int] = WINDOW_SIZE
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
@@ -202,8 +205,32 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("vramdesk")
         self.setStyleSheet(theme.style_sheet(theme.current()))
         self.setAcceptDrops(True)
+        self._local_search = local_search
+        self._hub_search = hub_search
+        self._build_panes()
+        self._build_status_bar()
+        self._build_menus()
 
-        self.browser = ModelBrowser(self._catalog, local_search, hub_search, self)
+        self.resolve_runner = self._runner("resolve")
+        self.resolve_runner.finished.connect(self._on_resolved)
+        self.resolve_runner.failed.connect(self._on_resolve_failed)
+        self.resolve_runner.busy_changed.connect(self._on_resolve_busy)
+        self.detect_runner = self._runner("detect")
+        self.detect_runner.finished.connect(self._on_detected)
+        self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
+        self.advice_runner = self._runner("advice")
+        self.advice_runner.finished.connect(self._on_advice)
+        self.advice_runner.failed.connect(self._on_advice_failed)
+
+        self.estimated.connect(self._after_estimate)
+        self.resize(*WINDOW_SIZE)
+        self.form.set_detected(None, {})
+        self.set_scenario(self._scenario)
+        self.detect_gpus_again()
+
+    def _build_panes(self) -> None:
+        """The three panes (browser, form, results) as the central widget, in the current language."""
+        self.browser = ModelBrowser(self._catalog, self._local_search, self._hub_search, self)
         self.browser.setMinimumWidth(240)
         self.browser.model_chosen.connect(self.choose_model)
         self.browser.status.connect(self._show_status)
@@ -230,26 +257,7 @@ class MainWindow(QMainWindow):
         splitter.setChildrenCollapsible(False)
         self.splitter = splitter
         self.setCentralWidget(splitter)
-        self._build_status_bar()
-        self._build_menus()
         self._alias_form_widgets()
-
-        self.resolve_runner = self._runner("resolve")
-        self.resolve_runner.finished.connect(self._on_resolved)
-        self.resolve_runner.failed.connect(self._on_resolve_failed)
-        self.resolve_runner.busy_changed.connect(self._on_resolve_busy)
-        self.detect_runner = self._runner("detect")
-        self.detect_runner.finished.connect(self._on_detected)
-        self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
-        self.advice_runner = self._runner("advice")
-        self.advice_runner.finished.connect(self._on_advice)
-        self.advice_runner.failed.connect(self._on_advice_failed)
-
-        self.estimated.connect(self._after_estimate)
-        self.resize(*WINDOW_SIZE)
-        self.form.set_detected(None, {})
-        self.set_scenario(self._scenario)
-        self.detect_gpus_again()
 
     def _runner(self, name: str) -> TaskRunner:
         return TaskRunner(name, self)
@@ -621,8 +629,8 @@ class MainWindow(QMainWindow):
             self._show_speed(ev)
             self.form.set_problem(None)
         else:
-            self._show_error(ev.error or "unknown error")
-            self.form.set_problem(ev.error)
+            self._show_error(localize(ev.error or "unknown error"))
+            self.form.set_problem(localize(ev.error) if ev.error else None)
             self.speed_label.setVisible(False)
         self._request_advice(ev)
         facts = self._facts.get(form.model)
@@ -674,7 +682,7 @@ class MainWindow(QMainWindow):
             return
         bound = f" — {tr('bound by')} {tr(perf.bound)}"
         self.speed_label.setText(f"{tr('Speed')}: " + " · ".join(parts) + bound)
-        self.speed_label.setToolTip("\n".join([tr("Assumptions:")] + [f"• {a}" for a in perf.assumptions]))
+        self.speed_label.setToolTip("\n".join([tr("Assumptions:")] + [f"• {localize(a)}" for a in perf.assumptions]))
         self.speed_label.setVisible(True)
 
     def _request_advice(self, ev: Evaluation) -> None:
@@ -724,10 +732,10 @@ class MainWindow(QMainWindow):
         self.advice = result
         r: SolveResult | None = result.get("max")
         if r is None:
-            self.form.show_max_length(result["field"], None, result.get("max_error", ""))
+            self.form.show_max_length(result["field"], None, localize(result.get("max_error", "")))
         else:
             limit = tr(LIMITS.get(r.limited_by, r.limited_by))
-            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{r.message}")
+            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{localize(r.message)}")
         self._show_changes(result.get("changes"))
 
     def _on_advice_failed(self, error: object) -> None:
@@ -742,9 +750,8 @@ class MainWindow(QMainWindow):
             if i < len(options):
                 o = options[i]
                 speed = f", {o.tokens_per_s:,.1f} {tr('tokens/s')}" if o.tokens_per_s else ""
-                b.setText(
-                    f"→ {o.summary}: {gib(o.device_bytes)} ({tr(VERDICT_TITLES.get(o.verdict, o.verdict))}{speed})"
-                )
+                verdict = tr(VERDICT_TITLES.get(o.verdict, o.verdict))
+                b.setText(f"→ {localize(o.summary)}: {gib(o.device_bytes)} ({verdict}{speed})")
                 b.setToolTip(f"{tr('cost')} {o.cost:g} ({tr('quality + speed, lower is better')})")
                 b.setVisible(True)
             else:
@@ -799,7 +806,7 @@ class MainWindow(QMainWindow):
         color = theme.VERDICT_COLORS.get(view.verdict, theme.VERDICT_COLORS[None])
         self._set_verdict_style(color)
         self.verdict_label.setText(tr(view.headline))
-        self.message_label.setText(view.message)
+        self.message_label.setText(localize(view.message))
         if view.gpu_name is None:
             self.scenario_label.setText(view.model_id)
         else:
@@ -816,7 +823,7 @@ class MainWindow(QMainWindow):
         self.stat_active.set_value(count_text(params.trainable if view.mode == "finetune" else params.active))
         self.breakdown.show_view(view)
         self.phase_chart.show_view(view)
-        self.legend.set_entries([(name, view.colors[name]) for name in view.colors])
+        self.legend.set_entries([(localize_name(name), view.colors[name]) for name in view.colors])
         self.table_model.set_rows(view.slices)
         self._fit_table(len(view.slices))
         self._show_warnings(list(view.warnings))
@@ -844,7 +851,7 @@ class MainWindow(QMainWindow):
         self.scenario_label.setText(tr("the charts still show the last estimate"))
 
     def _show_warnings(self, warnings: list[str]) -> None:
-        lines = ([self._notice] if self._notice else []) + warnings
+        lines = ([self._notice] if self._notice else []) + [localize(w) for w in warnings]
         self.warnings_label.setVisible(bool(lines))
         self.warnings_label.setText("<br>".join(f"&#9888;&nbsp;{html.escape(w)}" for w in lines))
 
@@ -892,11 +899,16 @@ class MainWindow(QMainWindow):
         from .dialogs import SettingsDialog
 
         dialog = SettingsDialog(self)
+        before = language()
         if dialog.exec():
+            if language() != before:
+                self.retranslate()
             self.browser.search_now()  # the endpoint or offline mode may have changed
             self.load_display_settings()
             self.form.refresh_units()
             self.estimate_now()
+            if self.library_window is not None:
+                self.library_window.update_comparison()  # the unit may have changed
 
     def load_display_settings(self) -> None:
         """The memory unit and the verdict's headroom from the saved settings (Settings dialog)."""
@@ -907,8 +919,56 @@ class MainWindow(QMainWindow):
         self.headroom_fraction = None if percent is None else percent / 100
 
     def _set_language(self, code: str) -> None:
+        before = language()
         set_language(code, persist=True)
-        QMessageBox.information(self, "vramdesk", tr("The language changes the next time vramdesk starts."))
+        if language() != before:
+            self.retranslate()
+
+    def retranslate(self) -> None:
+        """Rebuild the window's widgets in the current language, at once (no restart).
+
+        What the user was doing is kept: the form as it is (unsaved edits included, so also the model and the
+        GPU choice), the scenario it came from, the library entry, the detected GPUs, the search text, the
+        chart mode, the pane sizes and the open library/compare window."""
+        install_qt_translations()
+        values = self.form.values()
+        tab = self.tabs.currentIndex()
+        mode = self.breakdown.mode
+        query = self.browser.search_box.text()
+        sizes = self.splitter.sizes()
+        if self.explain_dialog is not None:
+            self.explain_dialog.close()
+            self.explain_dialog = None
+        old_browser, old_central = self.browser, self.centralWidget()
+        old_browser.shutdown()
+        for act in self.actions():
+            self.removeAction(act)
+            act.deleteLater()
+        self.menuBar().clear()
+        self._build_panes()
+        self._build_menus()
+        self.progress.setAccessibleName(tr("Working"))
+        if old_central is not None:
+            old_central.deleteLater()
+        self.splitter.setSizes(sizes)
+        self.form.set_detected(self.detection, self._detected_specs)
+        self.form.set_values(values)
+        self.tabs.setCurrentIndex(tab)
+        self.breakdown.set_mode(mode)
+        if query:
+            self.browser.search_box.setText(query)
+        library = self.library_window
+        if library is not None:
+            visible, checked = library.isVisible(), library.checked_ids()
+            current = library.include_current.isChecked()
+            library.close()
+            library.deleteLater()
+            self.library_window = None
+            if visible:
+                window = self.open_library()
+                window.set_checked(checked)
+                window.include_current.setChecked(current)
+        self.estimate_now()
 
     def recent_models(self) -> list[str]:
         value = QSettings().value(RECENT_KEY)
@@ -993,7 +1053,6 @@ class MainWindow(QMainWindow):
         if self.library_window is None:
             self.library_window = LibraryWindow(self.library, self, current=self.current_scenario)
             self.library_window.open_requested.connect(self._open_from_library)
-            self.estimated.connect(lambda _ev: self.library_window.current_changed())
         self.library_window.show()
         self.library_window.raise_()
         return self.library_window
@@ -1056,6 +1115,8 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ autosave
     def _after_estimate(self, ev: Evaluation) -> None:
+        if self.library_window is not None:
+            self.library_window.current_changed()
         if self._autosave and ev.scenario is not None:
             self._autosave_timer.start()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
@@ -10,6 +11,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QFrame, QLabel, QVBoxLayout, QWidget
 
 from . import theme
+from .core_text import localize, localize_name
 from .i18n import tr
 from .presenter import Slice, unit_bytes, unit_name
 
@@ -79,7 +81,7 @@ class ComponentTableModel(RowsTableModel):
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == self.NAME:
-                return row.name
+                return localize_name(row.name)
             if col == self.CATEGORY:
                 return tr(theme.CATEGORY_LABELS.get(row.category, row.category))
             if col == self.GIB_COL:
@@ -87,15 +89,15 @@ class ComponentTableModel(RowsTableModel):
             if col == self.SHARE:
                 return f"{row.share * 100:.1f}%"
             if col == self.EXPLAIN:
-                return row.explain
+                return localize(row.explain)
             return None
         if role == Qt.ItemDataRole.DecorationRole and col == self.NAME:
             return QColor(row.color)
         if role == Qt.ItemDataRole.ToolTipRole:
             return (
-                f"<p><b>{html.escape(row.name)}</b>: {row.bytes / unit_bytes():.2f} {unit_name()} "
-                f"({row.bytes:,} bytes)</p>"
-                f"<p>{html.escape(row.explain)}</p>"
+                f"<p><b>{html.escape(localize_name(row.name))}</b>: {row.bytes / unit_bytes():.2f} {unit_name()} "
+                f"({row.bytes:,} {tr('bytes')})</p>"
+                f"<p>{html.escape(localize(row.explain))}</p>"
             )
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (self.GIB_COL, self.SHARE):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -104,10 +106,18 @@ class ComponentTableModel(RowsTableModel):
         return None
 
 
+def _unbroken(text: str) -> str:
+    """``text`` that never breaks across lines: non-breaking spaces, and a word joiner between Chinese characters
+    (Chinese has no spaces, so a wrapping label would split a name anywhere)."""
+    text = text.replace(" ", "&nbsp;")
+    return re.sub(r"(?<=[\u3400-\u9fff\uff00-\uffef])(?=.)", "\u2060", text)
+
+
 def legend_html(items: list[tuple[str, str]]) -> str:
     """Rich text for a legend: a coloured square and a name per (name, colour)."""
     parts = [
-        f'<span style="color:{color}; font-size:13pt;">&#9632;</span>&nbsp;{html.escape(name)}' for name, color in items
+        f'<span style="color:{color}; font-size:13pt;">&#9632;</span>&nbsp;{_unbroken(html.escape(name))}'
+        for name, color in items
     ]
     return "&nbsp;&nbsp;&nbsp; ".join(parts)
 

@@ -1,0 +1,439 @@
+"""Chinese for the texts the core produces (vramdesk/ui/core_text.py): explanations, warnings, the verdict, the
+solver's and the advice's texts, the errors of invalid inputs.
+
+The core stays English; the window translates at display time from ``resources/i18n/zh_CN.core.json``. The
+sweep below runs the real estimator (and the solver, the advice and the speed model) over many scenarios,
+collects every text the window would show, and checks that after translation no English word is left except a
+short list of technical identifiers. A new core phrase without a translation fails here, with the phrase named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.performance import PerformanceError, performance
+from vramdesk.core.scenario import Scenario
+from vramdesk.core.solve import SolveError, maximize, smallest_changes
+from vramdesk.services.catalog import default_catalog
+from vramdesk.ui import core_text, i18n
+from vramdesk.ui.core_text import Translator, localize, localize_name
+from vramdesk.ui.presenter import describe_error, evaluate_form, evaluate_scenario, form_from_scenario, set_unit
+
+CAT = default_catalog()
+ZH = "zh_CN"
+
+#: words that stay as they are in the Chinese texts: names of libraries, kernels, formats, units and options.
+#: Anything with a digit or an underscore (bf16, Q4_K_M, n_ctx, gpu_memory_utilization) is an identifier too,
+#: and so are dotted names (llama.cpp, torch.cat, workload.batch), command-line options (--pp) and single letters
+#: (the formulas' n, s, k, v, x, B); GPU names, model ids and what the user typed are removed first.
+WHITELIST = frozenset(
+    [
+        "GiB",
+        "MiB",
+        "GB",
+        "MB",
+        "B/token",
+        "B/param",
+        "GB/s",
+        "KV",
+        "GPU",
+        "CPU",
+        "RAM",
+        "PCIe",
+        "accelerate",
+        "shard-grad-op",
+        "NVLink",
+        "CUDA",
+        "cuBLAS",
+        "NCCL",
+        "PyTorch",
+        "torch",
+        "nvidia-smi",
+        "autocast",
+        "foreach",
+        "fused",
+        "sqrt",
+        "absmax",
+        "nll",
+        "log-softmax",
+        "log-sum-exp",
+        "logits",
+        "token",
+        "DynamicCache",
+        "transformers",
+        "vLLM",
+        "vllm",
+        "llamacpp",
+        "ggml",
+        "ggml-cuda",
+        "GGUF",
+        "GPTQ",
+        "AWQ",
+        "GEMM",
+        "exllama",
+        "bitsandbytes",
+        "LoRA",
+        "QLoRA",
+        "DoRA",
+        "dropout",
+        "FSDP",
+        "DDP",
+        "DeepSpeed",
+        "ZeRO",
+        "AdamW",
+        "Adam",
+        "adamw",
+        "adamw-fused",
+        "sgd",
+        "lion",
+        "Adafactor",
+        "AMP",
+        "HF",
+        "Trainer",
+        "RoPE",
+        "MLP",
+        "MoE",
+        "MLA",
+        "SwiGLU",
+        "FFN",
+        "KQ",
+        "Gated",
+        "DeltaNet",
+        "delta",
+        "ubatch",
+        "top-k",
+        "all-reduce",
+        "all-linear",
+        "gpt-oss",
+        "act-order",
+        "eager",
+        "flash-attention",
+        "flash-attn",
+        "kernels",
+        "sink",
+        "TFLOPS",
+        "TFLOP",
+        "GFLOP",
+        "FLOPs",
+        "MFU",
+        "TF",
+        "Psi",
+        "TP",
+        "dp",
+        "tp",
+        "pp",
+        "PR",
+        "us",
+        "ms",
+        "auto",
+        "reserved",
+        "allocated",
+        "fbgemm",
+        "e4m3",
+        "CUDACachingAllocator",
+        "trace-oracle",
+        "False",
+        "BA",
+    ]
+)
+_TOKEN = re.compile(r"(?:--)?[A-Za-z0-9_]+(?:[.+\-][A-Za-z0-9_]+)*\+?")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
+
+
+def S(model: str, gpu: str | None = "H100 SXM", weights: str = "auto", gpus: int = 1, **kw: Any) -> Scenario:
+    parallel = kw.pop("parallel", {})
+    return Scenario.model_validate(
+        {
+            "model": {"id": model},
+            "weights": weights,
+            "workload": kw,
+            "hardware": {"gpu": gpu, "gpu_count": gpus},
+            "parallelism": parallel,
+        }
+    )
+
+
+L8, L70, Q8, Q4 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "Qwen/Qwen3-8B", "Qwen/Qwen3-4B"
+INFERENCE = [
+    S(Q8, "RTX 4090", kind="inference"),
+    S(Q8, "RTX 4090", kind="inference", input_len=32000, attention="eager"),
+    S(Q8, None, kind="inference"),
+    S(Q8, "H100 SXM", kind="inference", input_len=30720, output_len=16, full_prompt_logits=True),
+    S(L70, "RTX 4090", kind="inference", batch=4),
+    S(L70, "A100 80GB SXM", gpus=4, kind="inference"),
+    S(L70, "A100 80GB SXM", gpus=4, parallel={"tp": 4}, kind="inference"),
+    S("Qwen/Qwen2.5-7B-Instruct-AWQ", "RTX 4090", kind="inference", batch=8, input_len=2048),
+    S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX 4090", kind="inference"),
+    S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8", "L4", kind="inference"),
+    S(Q8, "T4", weights="nf4", kind="inference"),
+    S(Q8, "T4", weights="nf4-dq", kind="inference", input_len=8192),
+    S(Q8, "L40S", weights="fp8", kind="inference", kv_dtype="fp8"),
+    S(Q8, "L40S", weights="int8", kind="inference"),
+    S("openai/gpt-oss-20b", "RTX 4090", kind="inference", attention="flash"),
+    S("openai/gpt-oss-120b", "H100 SXM", kind="inference", engine="vllm"),
+    S(Q8, "H100 SXM", kind="inference", engine="vllm"),
+    S(Q8, "H100 SXM", kind="inference", engine="vllm", batch=512, input_len=32000, vllm={"enforce_eager": True}),
+    S(Q8, None, kind="inference", engine="vllm"),
+    S("Qwen/Qwen3-32B", "RTX 4090", gpus=2, parallel={"tp": 2}, kind="inference", engine="vllm", input_len=4096),
+    S(L70, "RTX 4090", kind="inference", engine="vllm"),
+    S(Q8, "RTX 4090", weights="q4_k_m", kind="inference", engine="llamacpp"),
+    S(
+        Q8,
+        "RTX 4090",
+        weights="q8_0",
+        kind="inference",
+        engine="llamacpp",
+        kv_dtype="q8_0",
+        llamacpp={"flash_attn": False},
+    ),
+    S(Q8, "RTX 4090", weights="bf16", kind="inference", engine="llamacpp"),
+    S(L70, "RTX 4090", weights="q4_k_m", kind="inference", engine="llamacpp", llamacpp={"n_gpu_layers": 40}),
+    S(L70, "RTX 4090", weights="q4_0", gpus=2, kind="inference", engine="llamacpp"),
+    S("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference"),
+    S("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    S("Qwen/Qwen3.5-35B-A3B", "H100 SXM", kind="inference", engine="vllm"),
+    S("Qwen/Qwen3-30B-A3B", "H100 SXM", kind="inference"),
+    S("deepseek-ai/DeepSeek-V3", "H200 SXM", gpus=8, kind="inference", engine="vllm", parallel={"tp": 8}),
+    S("google/gemma-2-9b-it", "RTX 4090", kind="inference"),
+    S("google/gemma-3-1b-it", "RTX 3060 12GB", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    S("mistralai/Mixtral-8x7B-v0.1", "A100 80GB SXM", kind="inference", weights="mxfp4"),
+    S(Q8, "MI300X", kind="inference"),
+    S(Q8, "Apple M4 Max", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    S(Q8, "RTX 4090", kind="inference", max_memory_gib=10),
+    S(Q8, "RTX 4090", kind="inference", max_memory_gib=6, cpu_memory_gib=2),
+    S(L70, "RTX 4090", gpus=2, kind="inference", max_memory_gib=1),
+]
+FINETUNE = [
+    S(Q4, "H100 SXM", kind="finetune", method=method, optimizer=opt)
+    for method in ("full", "lora", "qlora")
+    for opt in ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion")
+] + [
+    S(Q4, "RTX 4090", kind="finetune", method="full", precision=p, grad_checkpointing=False)
+    for p in ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")
+]
+FINETUNE += [
+    S(Q4, "H100 SXM", kind="finetune", method="lora", dora=True, lora_dropout=0.1, chunked_loss=True),
+    S(Q4, "H100 SXM", kind="finetune", method="qlora", dora=True, activation_offload=True, attention="eager"),
+    S(Q4, "H100 SXM", kind="finetune", method="lora", lora_targets=["q", "v"], lora_rank=64, attention="flash"),
+    S(L8, "RTX 4090", kind="finetune", method="full"),
+    S(L8, "RTX 4090", kind="finetune", method="lora", seq_len=8192, micro_batch=4),
+    S(L8, "RTX 4090", kind="finetune", method="lora", grad_accum=8),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 3}, kind="finetune", method="full"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 2, "offload": "optimizer"}, kind="finetune", method="full"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 3, "offload": "params"}, kind="finetune", method="full"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 1}, kind="finetune", method="full"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True}, kind="finetune", method="full"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True, "offload": "params"}, kind="finetune", method="lora"),
+    S(L70, "H100 SXM", gpus=8, parallel={"pp": 4, "tp": 2}, kind="finetune", method="full"),
+    S(L8, "H100 SXM", gpus=4, parallel={"pp": 4}, kind="finetune", method="full", grad_accum=8),
+    S(L8, "H100 SXM", gpus=2, kind="finetune", method="full"),
+    S("Qwen/Qwen3-30B-A3B", "H100 SXM", kind="finetune", method="qlora"),
+    S("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="finetune", method="qlora"),
+    S("openai/gpt-oss-20b", "H100 SXM", kind="finetune", method="lora"),
+    S(Q4, None, kind="finetune", method="lora"),
+    S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX 4090", kind="finetune", method="lora"),
+    S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="lora", vision_tower="trained", grad_accum=4),
+    S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="full", vision_tower="trained"),
+    S(L8, "H100 SXM", kind="finetune", method="lora", modules_to_save=["embed", "lm_head"], lora_bias="all"),
+    S(L8, "H100 SXM", kind="finetune", method="lora", adapter_dtype="base", grad_accum=2),
+    S(L8, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),
+    S(L70, "H100 SXM", gpus=8, kind="finetune", method="full", parallel={"fsdp": True, "fsdp_strategy": "hybrid"}),
+    S(
+        L8,
+        "H100 SXM",
+        gpus=8,
+        kind="finetune",
+        method="full",
+        parallel={"fsdp": True, "fsdp_strategy": "shard-grad-op"},
+    ),
+]
+SCENARIOS = INFERENCE + FINETUNE
+#: form edits the window turns into error lines (pydantic's and the estimator's), with what the user typed (and
+#: the module names the LoRA error lists): kept as they are
+INVALID: list[tuple[dict[str, Any], set[str]]] = [
+    ({"tp": 4, "gpu_count": 2}, set()),
+    ({"weights": "bogus"}, {"bogus"}),
+    ({"gpu": "Nonexistent GPU"}, {"Nonexistent GPU"}),
+    ({"model": "acme/not-in-the-catalog"}, {"acme/not-in-the-catalog"}),
+    ({"mode": "finetune", "lora_targets": "foo,bar"}, {"foo", "bar", "gate", "up", "down"}),
+    ({"mode": "finetune", "pp": 2, "gpu_count": 2, "zero": 2}, set()),
+    ({"mode": "finetune", "method": "qlora", "precision": "fp32"}, set()),
+    ({"vllm_utilization": 0.0}, set()),
+    ({"batch": 0}, set()),
+]
+
+
+def _gpu(s: Scenario) -> Any:
+    return CAT.gpu(s.hardware.gpu) if s.hardware.gpu else None
+
+
+def window_texts(s: Scenario) -> list[tuple[str, str]]:
+    """(kind, English text) of everything core-made the window shows for ``s``: the verdict line, warnings,
+    component and phase names, explanations, the Explain dialog's constants, the speed line's assumptions, the
+    max-length readout and, when it does not fit, the listed changes."""
+    ev = evaluate_scenario(s, resolve=CAT.facts)
+    if ev.view is None:
+        return [("error", ev.error or "")]
+    v = ev.view
+    out = [("message", v.message)] + [("warning", w) for w in v.warnings]
+    for p in v.estimate.phases:
+        out.append(("phase", p.name))
+        for c in p.components:
+            out += [("name", c.name), ("explain", c.explain)]
+    for c in v.estimate.device_overheads:
+        out += [("name", c.name), ("explain", c.explain)]
+    for key, value in v.estimate.constants.items():
+        out += [("name", key), ("constant", value)]
+    gpu = _gpu(s)
+    if gpu is None:
+        return out
+    facts = CAT.facts(s.model.id)
+    try:
+        out += [("assumption", a) for a in performance(v.estimate, s, facts, gpu).assumptions]
+    except PerformanceError as err:
+        out.append(("assumption", str(err)))
+    field = "seq_len" if s.workload.kind == "finetune" else "input_len"
+    try:
+        out.append(("max", maximize(s, facts, gpu, field).message))
+    except (SolveError, ValueError, LookupError) as err:
+        out.append(("max", str(err)))
+    if v.verdict == "does not fit":
+        out += [("change", o.summary) for o in smallest_changes(s, facts, gpu, limit=8).options]
+    return out
+
+
+def error_texts() -> list[tuple[str, set[str]]]:
+    """The error line of each invalid input, with the words to keep as they are."""
+    base = form_from_scenario(DEFAULT_SCENARIO)
+    out = []
+    for edit, typed in INVALID:
+        ev = evaluate_form(DEFAULT_SCENARIO, replace(base, **edit), resolve=CAT.facts)
+        assert ev.error, edit  # each of these is invalid
+        out.append((ev.error, typed))
+    nodes = S(Q8, gpus=2, parallel={"tp": 2}, kind="inference").model_dump(mode="json")
+    nodes["hardware"].update(nodes=2, gpu_count=1)
+    with pytest.raises(ValidationError) as err:
+        Scenario.model_validate(nodes)
+    out.append((describe_error(err.value), set()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[tuple[str, str, set[str]]]:
+    """(kind, text, names to ignore: the scenario's GPU and model), each text once; a few in GB as well."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    gpus = {g.name for g in CAT.gpus()}
+    for s in SCENARIOS:
+        for kind, text in window_texts(s):
+            seen.setdefault((kind, text), gpus | {s.model.id})
+    set_unit("GB")
+    try:
+        for s in (INFERENCE[0], INFERENCE[1], INFERENCE[17]):
+            for kind, text in window_texts(s):
+                seen.setdefault((kind, text), gpus | {s.model.id})
+    finally:
+        set_unit("GiB")
+    for text, typed in error_texts():
+        seen.setdefault(("error", text), gpus | typed | {DEFAULT_SCENARIO.model.id})
+    return [(k, t, names) for (k, t), names in seen.items()]
+
+
+def english_left(text: str, ignore: set[str]) -> list[str]:
+    """Words of ``text`` that are neither identifiers nor whitelisted (what a Chinese reader would see as
+    untranslated English)."""
+    for name in sorted(ignore, key=len, reverse=True):
+        text = text.replace(name, " ")
+    words = []
+    for tok in _TOKEN.findall(text):
+        if len(tok) == 1 or re.search(r"[\d_.]", tok) or tok.startswith("--") or tok in WHITELIST:
+            continue
+        words.append(tok)
+    return words
+
+
+def test_the_sweep_covers_every_kind_of_core_text(texts) -> None:
+    kinds = Counter(k for k, _, _ in texts)
+    assert kinds["explain"] > 150 and kinds["name"] >= 25 and kinds["phase"] >= 10
+    assert kinds["message"] > 30 and kinds["warning"] >= 6 and kinds["constant"] >= 10
+    assert kinds["assumption"] > 50 and kinds["max"] > 20 and kinds["change"] > 20 and kinds["error"] >= 9
+
+
+def test_every_core_text_the_window_shows_is_translated(texts) -> None:
+    untranslated = []
+    for kind, text, ignore in texts:
+        zh = localize_name(text, ZH) if kind in ("name", "phase") else localize(text, ZH)
+        left = english_left(zh, ignore)
+        if left:
+            untranslated.append(f"[{kind}] {text!r}\n    -> {zh!r}\n    English left: {sorted(set(left))}")
+    assert not untranslated, f"{len(untranslated)} core texts without a translation:\n" + "\n".join(untranslated)
+
+
+def test_numbers_survive_translation(texts) -> None:
+    """Every number of the English text is in the Chinese one (no figure dropped, changed or invented)."""
+    for kind, text, _ in texts:
+        if kind in ("name", "phase"):
+            continue
+        zh = localize(text, ZH)
+        assert Counter(_NUMBER.findall(zh)) == Counter(_NUMBER.findall(text)), (text, zh)
+
+
+def test_every_component_and_phase_name_has_its_own_translation(texts) -> None:
+    table = core_text.translator(ZH)
+    assert table is not None
+    missing = sorted({t for k, t, _ in texts if k in ("name", "phase") and t not in table.names})
+    assert not missing, missing
+
+
+def test_english_texts_pass_through_unchanged(texts) -> None:
+    assert i18n.language() == "en"
+    for _kind, text, _ in texts:
+        assert localize(text) == text and localize(text, "en") == text
+        assert localize_name(text) == text
+    # a language without a table leaves the text as it is
+    assert localize("needs 1.00 GiB per GPU", "xx") == "needs 1.00 GiB per GPU"
+
+
+def test_examples_read_as_they_should() -> None:
+    fit = "needs 9.85 GiB of 23.99 GiB total; 14.14 GiB to spare"
+    assert localize(fit, ZH) == "需要 9.85 GiB（总显存共 23.99 GiB）；尚余 14.14 GiB"
+    short = "needs 30.20 GB per GPU but the RTX 4090 has 25.76 GB free: short by 4.44 GB"
+    assert localize(short, ZH) == "每块 GPU 需要 30.20 GB，但 RTX 4090 的空闲显存只有 25.76 GB：还差 4.44 GB"
+    assert localize_name("optimizer states", ZH) == "优化器状态" and localize_name("KV cache", ZH) == "KV 缓存"
+    assert localize_name("gradients", ZH) == "梯度" and localize_name("activations", ZH) == "激活值"
+    assert localize("sequence length 8,192 -> 4,096 + 8-bit AdamW", ZH) == "序列长度 8,192 -> 4,096 + 8 位 AdamW"
+
+
+def test_translator_rules() -> None:
+    t = Translator(
+        {
+            "names": {"load": "加载"},
+            "size": {"big": "大", "size {n}": "大小 {n}"},
+            "phrases": {
+                "KV cache": "KV 缓存",
+                "KV cache pool": "KV 缓存池",
+                "load": "加载",
+                "{n} x {g} ({x})": "{n} x {g}（{x}）",
+                "a {size} one": "一个{size}的",
+                "weights {id}": "权重 {id}",
+            },
+        }
+    )
+    assert t.text("the KV cache pool") == "the KV 缓存池"  # the longest template wins
+    assert t.text("download") == "download"  # whole words only
+    assert t.text("2 x RTX 4090 (load)") == "2 x RTX 4090（加载）"  # {g} kept, {x} translated in turn
+    assert t.text("a big one") == "一个大的" and t.text("a size 12 one") == "一个大小 12的"
+    assert t.text("weights q4_k_m; KV cache") == "权重 q4_k_m；KV 缓存"
+    assert t.text("nothing known") == "nothing known" and t.name("load") == "加载" and t.name("x") == "x"
+
+
+def test_the_core_table_ships_next_to_the_window_table() -> None:
+    assert (i18n.i18n_dir() / "zh_CN.core.json").is_file()
+    table = core_text.translator(ZH)
+    assert table is not None and len(table.tables["phrases"]) > 150
