@@ -49,6 +49,7 @@ WHITELIST = frozenset(
         "PCIe",
         "accelerate",
         "shard-grad-op",
+        "row",  # the value of llama.cpp's --split-mode, quoted as typed
         "NVLink",
         "CUDA",
         "cuBLAS",
@@ -207,6 +208,7 @@ INFERENCE = [
     S(Q8, "MI300X", kind="inference"),
     S(Q8, "Apple M4 Max", kind="inference", engine="llamacpp", weights="q4_k_m"),
     S(Q8, "RTX 4090", kind="inference", max_memory_gib=10),
+    S(L70, "RTX 4090", weights="q4_k_m", gpus=3, kind="inference", engine="llamacpp", llamacpp={"split_mode": "row"}),
     S(Q8, "RTX 4090", kind="inference", max_memory_gib=6, cpu_memory_gib=2),
     S(L70, "RTX 4090", gpus=2, kind="inference", max_memory_gib=1),
 ]

@@ -384,3 +384,38 @@ def test_device_map_max_memory_fills_gpus_in_order_then_spills_to_cpu_and_disk()
     gpu0 = sum(wb.per_layer[i] for i in place.gpus[0].layers) + wb.embedding + wb.other
     largest = max(*wb.per_layer.values(), wb.head)
     assert gpu0 + largest <= 6 * GIB
+
+
+def test_llamacpp_row_split_divides_matrices_and_keeps_kv_on_the_main_gpu() -> None:
+    cat = default_catalog()
+    model = "meta-llama/Llama-3.1-70B"
+
+    def split(mode: str) -> Estimate:
+        s = Scenario.model_validate(
+            {
+                "model": {"id": model},
+                "weights": "q4_k_m",
+                "hardware": {"gpu": "RTX 4090", "gpu_count": 3},
+                "workload": {
+                    "engine": "llamacpp",
+                    "input_len": 8192,
+                    "output_len": 512,
+                    "llamacpp": {"split_mode": mode},
+                },
+            }
+        )
+        return estimate(s, cat.facts(model), cat.gpu("RTX 4090"))
+
+    row, layer = split("row"), split("layer")
+    assert len(row.per_gpu) == 3
+
+    def part(e: Estimate, g: int, name: str) -> int:
+        return next((c.bytes for c in e.per_gpu[g].components if c.name == name), 0)
+
+    weights = [part(row, g, "weights") for g in range(3)]
+    assert max(weights) - min(weights) <= 1
+    assert sum(weights) == pytest.approx(sum(part(layer, g, "weights") for g in range(3)), abs=3)
+    # all of the KV cache on GPU 0 with row split; shared by layer split
+    assert part(row, 0, "KV cache") == sum(part(layer, g, "KV cache") for g in range(3))
+    assert part(row, 1, "KV cache") == 0 and part(row, 1, "row-split scratch") > 0
+    assert row.per_gpu[0].device_bytes > row.per_gpu[1].device_bytes

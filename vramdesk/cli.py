@@ -20,6 +20,7 @@ from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
+from vramdesk.report.tables import level_labels
 from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
@@ -56,7 +57,7 @@ _FINETUNE_KEYS = {
     "vision_tower",
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
-_LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full"}
+_LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full", "split_mode"}
 _PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "fsdp_strategy", "offload", "zero_bucket", "zero_overlap_comm"}
 _ALL_KEYS = (
     {"deepspeed", "nodes"}
@@ -223,6 +224,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n-gpu-layers", type=_nonneg, default=None, help="llama.cpp layers on the GPU [all]")
     p.add_argument("--n-ubatch", type=_positive, default=None, help="llama.cpp physical batch [512]")
     p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp [on]")
+    p.add_argument(
+        "--split-mode",
+        choices=["layer", "row"],
+        default=None,
+        help="llama.cpp over several GPUs: layers per GPU, or every matrix split by rows [layer]",
+    )
     p.add_argument("--swa-full", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp full SWA cache")
     p.add_argument("--name", default=None, help="a name for the saved scenario")
 
@@ -371,8 +378,9 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
     out.write(f"\nAt the peak ({est.peak_phase}):\n")
     for c in est.components:
         out.write(f"  {c.name:<28}{_gib(c.bytes)}\n")
-    out.write(f"  {'= peak allocated':<28}{_gib(est.peak_allocated_bytes)}   (torch.cuda.max_memory_allocated)\n")
-    out.write(f"  {'= peak reserved':<28}{_gib(est.peak_reserved_bytes)}   (torch.cuda.max_memory_reserved)\n")
+    alloc_label, reserved_label = level_labels(est.engine.engine)
+    out.write(f"  {'= peak allocated':<28}{_gib(est.peak_allocated_bytes)}   ({alloc_label})\n")
+    out.write(f"  {'= peak reserved':<28}{_gib(est.peak_reserved_bytes)}   ({reserved_label})\n")
     for c in est.device_overheads:
         out.write(f"  {'+ ' + c.name:<28}{_gib(c.bytes)}\n")
     out.write(f"  {'= on the device':<28}{_gib(est.device_bytes)}   (nvidia-smi, per GPU)\n")

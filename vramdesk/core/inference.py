@@ -804,7 +804,40 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
     per_gpu_phases: list[list[Phase]] = []
     n_split = min(max(1, ctx.gpu_count), max(1, gpu_layers))
-    if n_split > 1:
+    if n_split > 1 and opts.split_mode == "row":
+        # --split-mode row: every matrix of the offloaded layers (and the output layer) is split by rows over
+        # the GPUs; the KV cache, the recurrent state and the compute buffer stay on the main GPU; each other
+        # GPU keeps a scratch copy of the ubatch input and its slice of the matmul output
+        n_split = max(1, ctx.gpu_count)
+        share = gpu_w / n_split
+        scratch = ub * (arch.hidden + inter) * 4
+        for g in range(n_split):
+            main = g == 0
+            w_comp = weights.model_copy(
+                update={
+                    "bytes": round(share),
+                    "explain": f"{ctx.weights_label}: split by rows over {n_split} GPUs (--split-mode row), 1/"
+                    f"{n_split} of every offloaded matrix on GPU {g}",
+                }
+            )
+            if main:
+                g_comps = [w_comp, *comps[1:]]
+            else:
+                g_comps = [
+                    w_comp,
+                    Component(
+                        name="row-split scratch",
+                        bytes=scratch,
+                        category="activations",
+                        explain=f"a copy of the F32 ubatch input and this GPU's slice of the matmul output "
+                        f"(n_ubatch {ub} x (hidden {arch.hidden} + {inter}) x 4 B)",
+                    ),
+                ]
+            per_gpu_phases.append(
+                [Phase(name="load", components=(w_comp,)), Phase(name="generate", components=tuple(g_comps))]
+            )
+        phases = per_gpu_phases[0]
+    elif n_split > 1:
         # --split-mode layer (the default): the offloaded layers are divided between the GPUs in order, the
         # output layer and the logits buffer go with the last one; every GPU has its own compute buffer
         offloaded = sorted(on_gpu)

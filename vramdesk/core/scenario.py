@@ -55,6 +55,9 @@ class LlamaCppOptions(_Frozen):
     n_ubatch: int = Field(default=512, ge=1, le=MAX_TOKENS)
     flash_attn: bool = True
     swa_full: bool = False
+    #: several GPUs: "layer" divides the layers between them (the default); "row" splits every weight matrix by
+    #: rows over all of them and keeps the KV cache and the compute buffer on the main GPU
+    split_mode: Literal["layer", "row"] = "layer"
 
 
 class InferenceWorkload(_Frozen):

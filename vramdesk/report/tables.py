@@ -25,6 +25,13 @@ from vramdesk.core.scenario import Scenario
 from .json_report import estimate_to_dict
 
 
+def level_labels(engine: str) -> tuple[str, str]:
+    """What the allocated and reserved levels correspond to for an engine's process."""
+    if engine == "llamacpp":
+        return "ggml's buffers", "ggml's buffers: nothing is cached"
+    return "torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved"
+
+
 def gib(n: int | float) -> str:
     return f"{n / GIB:.2f}"
 
@@ -154,8 +161,8 @@ class ReportData:
         e = self.est
         rows = [
             ("Peak phase", e.peak_phase),
-            ("Peak allocated (torch.cuda.max_memory_allocated)", f"{gib(e.peak_allocated_bytes)} GiB"),
-            ("Peak reserved (torch.cuda.max_memory_reserved)", f"{gib(e.peak_reserved_bytes)} GiB"),
+            (f"Peak allocated ({level_labels(e.engine.engine)[0]})", f"{gib(e.peak_allocated_bytes)} GiB"),
+            (f"Peak reserved ({level_labels(e.engine.engine)[1]})", f"{gib(e.peak_reserved_bytes)} GiB"),
             ("On the device, per GPU (nvidia-smi)", f"{gib(e.device_bytes)} GiB"),
             (
                 "Parameters (total / active / trainable)",
