@@ -243,6 +243,8 @@ FINETUNE += [
     S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX 4090", kind="finetune", method="lora"),
     S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="lora", vision_tower="trained", grad_accum=4),
     S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="full", vision_tower="trained"),
+    S(L8, "H100 SXM", kind="finetune", method="full", checkpoint_every=4, seq_len=8192),
+    S(L8, "H100 SXM", gpus=2, kind="finetune", method="full", parallel={"tp": 2}, grad_checkpointing=False),
     S(L8, "H100 SXM", kind="finetune", method="lora", modules_to_save=["embed", "lm_head"], lora_bias="all"),
     S(L8, "H100 SXM", kind="finetune", method="lora", adapter_dtype="base", grad_accum=2),
     S(L8, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),

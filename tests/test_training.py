@@ -366,3 +366,27 @@ def test_vision_tower_frozen_trained_or_absent() -> None:
     assert full.params.trainable - text_only.params.trainable == vision
     with pytest.raises(EstimateError, match="no vision tower"):
         train(LLAMA, method="full", vision_tower="trained")
+
+
+def test_selective_checkpointing_sits_between_none_and_every_layer() -> None:
+    def acts(**kw: Any) -> int:
+        return _comp(train(LLAMA, method="full", seq_len=4096, **kw), "forward", "activations")
+
+    none, every = acts(grad_checkpointing=False), acts(grad_checkpointing=True)
+    half = acts(grad_checkpointing=True, checkpoint_every=2)
+    assert every < half < none
+    # 16 layers keep everything, 16 keep their input (2h per token), one is recomputed in backward
+    h, tokens = 4096, 4096
+    outside = 8 * h * tokens
+    layer = (none - outside) / 32
+    assert half == pytest.approx(16 * layer + 16 * 2 * h * tokens + layer + outside, rel=1e-3)
+
+
+def test_tensor_parallel_splits_attention_and_mlp_activations_but_not_the_norms() -> None:
+    one = _comp(train(LLAMA, method="full", seq_len=4096), "forward", "activations")
+    est = train(LLAMA, "H100 SXM", method="full", seq_len=4096, parallel={"tp": 2}, gpus=2)
+    two = _comp(est, "forward", "activations")
+    # per token and layer: 16h of norms and residual stay whole, the rest halves
+    h, tokens, layers = 4096, 4096, 32
+    assert two == pytest.approx(one / 2 + layers * 16 * h * tokens / 2, rel=0.02)
+    assert "norms and residual" in next(c.explain for c in est.components if c.name == "activations")

@@ -55,6 +55,7 @@ _FINETUNE_KEYS = {
     "lora_bias",
     "adapter_dtype",
     "vision_tower",
+    "checkpoint_every",
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full", "split_mode"}
@@ -162,6 +163,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--precision", default=None, choices=["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"])
     p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument(
+        "--checkpoint-every",
+        type=_positive,
+        default=None,
+        help="selective checkpointing: checkpoint every k-th layer, the others keep their activations [1]",
+    )
     p.add_argument("--lora-rank", type=_positive, default=None)
     p.add_argument("--lora-targets", default=None, help="all-linear or a comma list: q,k,v,o,gate,up,down")
     p.add_argument("--lora-dropout", type=_dropout, default=None, help="LoRA dropout probability [0]")

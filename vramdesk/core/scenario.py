@@ -110,6 +110,9 @@ class FinetuneWorkload(_Frozen):
     optimizer: Optimizer = "adamw"
     precision: TrainPrecision = "bf16"
     grad_checkpointing: bool = True
+    #: with checkpointing: checkpoint every k-th layer (torchtune's selective activation checkpointing); the
+    #: layers in between keep all their activations. 1 = every layer
+    checkpoint_every: int = Field(default=1, ge=1, le=4096)
     attention: Attention = "sdpa"
     lora_rank: int = Field(default=16, ge=1, le=65536)
     lora_targets: tuple[str, ...] = ("all-linear",)

@@ -195,8 +195,12 @@ def activations(
     lora: bool,
     linear_params: int,
     adapted: list[Tensor] | None = None,
+    tp: int = 1,
 ) -> Activations:
-    """``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy of every adapted input."""
+    """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
+    of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
+    activations; the norms and residual stream (16h bytes per token) stay whole on every GPU (Korthikanti et
+    al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.2.2)."""
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
@@ -206,14 +210,28 @@ def activations(
     for layer in arch.layers:
         per_tok, text = _layer_bytes_per_token(arch, layer, lora)
         per_tok += extras.get(layer.index, 0.0)
+        replicated = 16 * arch.hidden
+        per_tok = (per_tok - replicated) / tp + replicated
         layer_b = per_tok * tokens * prec.activ_scale
         if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
             kept = min(s, layer.window or s)
-            layer_b += 6.2 * layer.n_heads * s * kept * b
+            layer_b += 6.2 * layer.n_heads * s * kept * b / tp
         per_layer.append(layer_b)
     outside = 8 * arch.hidden * tokens  # embedding output, final norm
-    amp_copies = 2 * linear_params if prec.amp else 0
-    if work.grad_checkpointing:
+    amp_copies = 2 * linear_params / tp if prec.amp else 0
+    k = work.checkpoint_every
+    if work.grad_checkpointing and k > 1:
+        # selective: every k-th layer keeps only its input, the others all their activations; in backward one
+        # checkpointed layer is recomputed at a time
+        kept_layers = [a for i, a in enumerate(per_layer) if i % k]
+        ckpt = [a for i, a in enumerate(per_layer) if not i % k]
+        total = sum(kept_layers) + 2 * arch.hidden * tokens * len(ckpt) + max(ckpt) + outside + amp_copies
+        how = (
+            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs (2h x {tokens} tokens each) + "
+            f"{len(kept_layers)} layers with all their activations (up to {max(per_layer) / MIB:.0f} MiB each) + "
+            "one layer recomputed"
+        )
+    elif work.grad_checkpointing:
         # only each layer's input survives the forward; one layer is recomputed at a time in backward
         total = sum(2 * arch.hidden * tokens for _ in per_layer) + max(per_layer) + outside + amp_copies
         how = (
@@ -223,6 +241,8 @@ def activations(
     else:
         total = sum(per_layer) + outside + amp_copies
         how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
+    if tp > 1:
+        how += f"; tensor parallel {tp}: attention and MLP activations split, norms and residual (16h) whole"
     if work.activation_offload:
         # saved tensors stream to CPU memory as the forward goes; the GPU keeps the layer being computed (or
         # recomputed, with checkpointing) and the one in transfer
@@ -451,7 +471,7 @@ def training_phases(
         )
         t_text = "DeepSpeed's fused Adam step: no step temporaries"
     trained = trainable + saved_params + bias_params
-    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen)
+    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen, tp=par.tp)
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
@@ -536,7 +556,7 @@ def training_phases(
         buckets = 2 * 25 * MIB if not par.fsdp else 4 * 25 * MIB
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
     # the same activation bytes as one micro-batch through every layer
-    a_gpu = acts.total / tp
+    a_gpu = acts.total
     loss_gpu = loss / tp
 
     def comp(name: str, value: float, cat: Category, explain: str) -> Component:
@@ -561,7 +581,7 @@ def training_phases(
             + shard_note
         ),
     )
-    c_acts = comp("activations", a_gpu, "activations", acts.explain + (f"; / tp {tp}" if tp > 1 else ""))
+    c_acts = comp("activations", a_gpu, "activations", acts.explain)
     c_loss = comp(
         "loss head",
         loss_gpu,
