@@ -11,6 +11,7 @@ import re
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
+from uiwindow import make_window as _open
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
@@ -18,12 +19,15 @@ from vramdesk.core.gpu import GIB
 from vramdesk.core.performance import performance
 from vramdesk.core.scenario import FinetuneWorkload, Scenario
 from vramdesk.core.solve import maximize, with_work
-from vramdesk.services.nvml import DetectionResult
 from vramdesk.services.resolve import resolve_gpu, resolve_model
-from vramdesk.ui import app as ui_app
 from vramdesk.ui import i18n
 from vramdesk.ui.dialogs import HEADROOM_KEY, UNIT_CHOICES, UNIT_KEY, SettingsDialog
 from vramdesk.ui.main_window import LIMITS, MainWindow
+
+
+def make_window(qtbot: object, s: Scenario) -> MainWindow:
+    """The window before its first estimate settles (the advice tests wait for what they need)."""
+    return _open(qtbot, s, wait=False)
 
 
 def scenario(model: str = "Qwen/Qwen3-4B", gpu: str = "RTX 4090", **work: object) -> Scenario:
@@ -32,15 +36,6 @@ def scenario(model: str = "Qwen/Qwen3-4B", gpu: str = "RTX 4090", **work: object
     data["hardware"]["gpu"] = gpu
     data["workload"].update(work)
     return Scenario.model_validate(data)
-
-
-def make_window(qtbot, s: Scenario) -> MainWindow:
-    ui_app.ensure_app()
-    w = MainWindow(s, detect=lambda: DetectionResult(reason="no GPU in tests"))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
 
 
 def wait_advice(qtbot, w: MainWindow) -> dict:

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
+from uiwindow import make_window
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
-from vramdesk.services.nvml import DetectionResult
 from vramdesk.storage.scenarios import save_scenario
-from vramdesk.ui import app as ui_app
 from vramdesk.ui import i18n
 from vramdesk.ui.dialogs import ExplainDialog, explain_text
 from vramdesk.ui.main_window import MainWindow
@@ -48,16 +47,6 @@ def core(s: Scenario) -> Estimate:
 def part(est: Estimate, name: str) -> int:
     """The largest size of component ``name`` over every phase."""
     return max(c.bytes for p in est.phases for c in p.components if c.name == name)
-
-
-def make_window(qtbot, s: Scenario) -> MainWindow:
-    ui_app.ensure_app()
-    w = MainWindow(s, detect=lambda: DetectionResult(reason="no GPU in tests"), hub_search=None)
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: not w.pending, timeout=5000)
-    return w
 
 
 def shown(w: MainWindow) -> Estimate:

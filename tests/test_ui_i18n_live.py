@@ -18,13 +18,12 @@ import pytest
 from PySide6.QtCore import QLibraryInfo, QSettings, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
+from uiwindow import make_window
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.gpu import GIB
 from vramdesk.core.scenario import Scenario
-from vramdesk.services.nvml import DetectionResult
 from vramdesk.storage.library import ScenarioLibrary
-from vramdesk.ui import app as ui_app
 from vramdesk.ui import i18n
 from vramdesk.ui.core_text import localize, localize_name
 from vramdesk.ui.dialogs import UNIT_KEY, SettingsDialog
@@ -41,18 +40,6 @@ def scenario(model: str = "Qwen/Qwen3-14B", gpu: str = "RTX 4090", **work: objec
     data["hardware"]["gpu"] = gpu
     data["workload"].update(work)
     return Scenario.model_validate(data)
-
-
-def make_window(qtbot, s: Scenario = DEFAULT_SCENARIO, **kw: Any) -> MainWindow:
-    ui_app.ensure_app()
-    kw.setdefault("detect", lambda: DetectionResult(reason="no GPU in tests"))
-    kw.setdefault("hub_search", None)
-    w = MainWindow(s, **kw)
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: not w.pending, timeout=5000)
-    return w
 
 
 def wait_advice(qtbot, w: MainWindow) -> dict:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QElapsedTimer, QPointF, QTimer
 from PySide6.QtGui import QGuiApplication
+from uiwindow import make_window
 
-from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import ModelFacts
 from vramdesk.core.gpu import GIB, MIB
 from vramdesk.core.scenario import Scenario
@@ -26,7 +26,6 @@ from vramdesk.services.search import HubAnswer, SearchResult, local_results
 from vramdesk.ui import app as ui_app
 from vramdesk.ui import i18n
 from vramdesk.ui.browser import SearchResultModel, details_html
-from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.presenter import DETECTED_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,18 +62,6 @@ class SlowHub:
             ],
             seconds=self.delay,
         )
-
-
-def make_window(qtbot, scenario: Scenario = DEFAULT_SCENARIO, **kw: object) -> MainWindow:
-    ui_app.ensure_app()
-    kw.setdefault("detect", no_gpu)
-    kw.setdefault("hub_search", None)
-    w = MainWindow(scenario, **kw)  # type: ignore[arg-type]
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    qtbot.waitUntil(lambda: not w.pending, timeout=5000)
-    return w
 
 
 # ---------------------------------------------------------------------------------------------- browser

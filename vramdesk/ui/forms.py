@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vramdesk.core.estimate import ModelFacts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.scenario import MAX_TOKENS
 from vramdesk.services.catalog import Catalog
@@ -30,14 +31,18 @@ from vramdesk.services.nvml import DetectionResult
 
 from .i18n import tr
 from .presenter import (
+    ADAPTER_DTYPES,
     ATTENTIONS,
     DETECTED_PREFIX,
     ENGINES,
+    FSDP_STRATEGIES,
     KV_DTYPES,
+    LORA_BIASES,
     METHODS,
     OFFLOADS,
     OPTIMIZERS,
     PRECISIONS,
+    VISION_TOWERS,
     WEIGHT_FORMATS,
     FormValues,
     unit_bytes,
@@ -46,6 +51,13 @@ from .presenter import (
 
 #: the largest LoRA dropout the form offers (two decimals below 1: PEFT and the core accept [0, 1))
 LORA_DROPOUT_MAX = 0.99
+#: the largest accelerate max_memory the form offers (GiB; the core's own limits)
+MAX_MEMORY_GIB_MAX = 100_000.0
+CPU_MEMORY_GIB_MAX = 1_000_000.0
+#: the largest DeepSpeed bucket the form offers (elements; the core's limit)
+ZERO_BUCKET_MAX = 10**12
+#: DeepSpeed's own reduce_bucket_size (shown as the "default" of the bucket field)
+ZERO_BUCKET_DEFAULT = 500_000_000
 
 TIPS: dict[str, str] = {
     "transformers": "Hugging Face transformers generate(): the KV cache grows with every token",
@@ -75,13 +87,16 @@ TIPS: dict[str, str] = {
 }
 
 
-def _combo(values: tuple[str, ...], tooltip: str, labels: dict[str, str] | None = None) -> QComboBox:
+def _combo(
+    values: tuple[str, ...], tooltip: str, labels: dict[str, str] | None = None, tips: dict[str, str] | None = None
+) -> QComboBox:
+    """A combo of ``values`` (item data), shown as ``labels``; item tooltips from ``tips``, else :data:`TIPS`."""
     c = QComboBox()
     for v in values:
         c.addItem((labels or {}).get(v, v), v)
-        tip = TIPS.get(v)
+        tip = tips.get(v) if tips is not None else tr(TIPS[v]) if v in TIPS else None
         if tip:
-            c.setItemData(c.count() - 1, tr(tip), Qt.ItemDataRole.ToolTipRole)
+            c.setItemData(c.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
     c.setToolTip(tooltip)
     c.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
     c.setMinimumContentsLength(8)
@@ -97,6 +112,33 @@ def _spin(minimum: int, maximum: int, tooltip: str, step: int = 1) -> QSpinBox:
     s.setToolTip(tooltip)
     s.setAlignment(Qt.AlignmentFlag.AlignRight)
     return s
+
+
+def _gib_spin(minimum: float, maximum: float, special: str, tooltip: str) -> QDoubleSpinBox:
+    """A GiB field whose minimum shows ``special`` (no value: the core's default)."""
+    s = QDoubleSpinBox()
+    s.setRange(minimum, maximum)
+    s.setDecimals(2)
+    s.setSingleStep(1.0)
+    s.setSuffix(" GiB")
+    s.setGroupSeparatorShown(True)
+    s.setAccelerated(True)
+    s.setSpecialValueText(special)
+    s.setAlignment(Qt.AlignmentFlag.AlignRight)
+    s.setToolTip(tooltip)
+    return s
+
+
+def _row(*widgets: QWidget) -> QWidget:
+    """Widgets side by side in one form row, from the left."""
+    box = QWidget()
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    row.setSpacing(12)
+    for w in widgets:
+        row.addWidget(w)
+    row.addStretch(1)
+    return box
 
 
 def _readout() -> QLabel:
@@ -135,6 +177,8 @@ class WorkloadForm(QWidget):
         self._catalog = catalog
         self._loading = False
         self._detection: tuple[DetectionResult | None, dict[str, GpuSpec]] = (None, {})
+        #: whether models outside the catalog have a vision tower (see note_model_facts)
+        self._vision_known: dict[str, bool] = {}
 
         # ---- model and precision
         self.model_combo = QComboBox()
@@ -209,6 +253,34 @@ class WorkloadForm(QWidget):
         ll.addRow(tr("Micro-batch"), self.llama_ubatch_spin)
         ll.addRow(self.llama_fa_check)
         il.addWidget(self.llama_box)
+
+        # transformers device_map="auto": accelerate's max_memory (shown for the transformers engine only)
+        self.hf_box = QGroupBox(tr("transformers device_map"))
+        hfl = self._form_layout(self.hf_box)
+        self.max_memory_spin = _gib_spin(
+            0.0,
+            MAX_MEMORY_GIB_MAX,
+            tr("no cap"),
+            tr(
+                "accelerate's max_memory per GPU for the weights. Weights that do not fit spill to CPU memory, "
+                "then to disk, and cross PCIe on every forward; no cap = an even split over the GPUs"
+            ),
+        )
+        self.max_memory_spin.setAccessibleName(tr("Max memory per GPU"))
+        self.cpu_memory_spin = _gib_spin(
+            -1.0,
+            CPU_MEMORY_GIB_MAX,
+            tr("no cap"),
+            tr(
+                "accelerate's max_memory for the CPU: spilled weights beyond it go to disk (offload_folder). "
+                "0 GiB sends every spilled weight to disk; only matters with a max memory per GPU"
+            ),
+        )
+        self.cpu_memory_spin.setAccessibleName(tr("CPU memory for spilled weights"))
+        # short labels: the group must fit the form's width next to the GiB fields
+        hfl.addRow(tr("GPU memory cap"), self.max_memory_spin)
+        hfl.addRow(tr("CPU memory cap"), self.cpu_memory_spin)
+        il.addWidget(self.hf_box)
         il.addStretch(1)
 
         # ---- fine-tune tab
@@ -257,6 +329,63 @@ class WorkloadForm(QWidget):
                 "about two layers' worth; the rest counts as host memory, and steps get slower"
             )
         )
+        self.save_embed_check = QCheckBox(tr("embeddings"))
+        self.save_embed_check.setToolTip(
+            tr(
+                "peft modules_to_save: the input embeddings train in full next to the adapters, as a trainable "
+                "copy with its gradients and optimizer states (needed when new tokens are added)"
+            )
+        )
+        self.save_embed_check.setAccessibleName(tr("Train the embeddings in full"))
+        self.save_head_check = QCheckBox(tr("lm_head"))
+        self.save_head_check.setToolTip(
+            tr(
+                "peft modules_to_save: the output head trains in full next to the adapters, as a trainable copy "
+                "with its gradients and optimizer states (a tied head gets its own copy)"
+            )
+        )
+        self.save_head_check.setAccessibleName(tr("Train lm_head in full"))
+        self.saved_modules_row = _row(self.save_embed_check, self.save_head_check)
+        self.saved_modules_row.setToolTip(tr("Modules trained in full next to the adapters (peft modules_to_save)"))
+        self.lora_bias_combo = _combo(
+            LORA_BIASES,
+            tr("peft LoRA bias: which bias vectors train (each with its gradient and optimizer states)"),
+            {"none": tr("none"), "all": tr("all"), "lora_only": tr("LoRA layers only")},
+            {
+                "none": tr("No bias trains (peft's default)"),
+                "all": tr("Every bias of the model trains"),
+                "lora_only": tr("Only the biases of the adapted layers train"),
+            },
+        )
+        self.lora_bias_combo.setAccessibleName(tr("LoRA bias"))
+        self.adapter_dtype_combo = _combo(
+            ADAPTER_DTYPES,
+            tr("The dtype peft keeps the adapters in: fp32 since peft 0.12, the base weights' dtype before"),
+            {"fp32": tr("fp32 (peft ≥ 0.12)"), "base": tr("base dtype (older peft)")},
+            {
+                "fp32": tr("peft ≥ 0.12 upcasts the adapters to fp32 (autocast_adapter_dtype): 4 bytes a parameter"),
+                "base": tr(
+                    "Older peft keeps the adapters in the base weights' dtype (2 bytes in bf16): smaller; "
+                    "QLoRA adapters stay fp32"
+                ),
+            },
+        )
+        self.adapter_dtype_combo.setAccessibleName(tr("Adapter dtype"))
+        self.vision_combo = _combo(
+            VISION_TOWERS,
+            tr("A multimodal model's vision tower; only for models that have one"),
+            {"frozen": tr("frozen"), "trained": tr("trained"), "absent": tr("not loaded")},
+            {
+                "frozen": tr("Loaded and frozen: its weights count, no gradients or optimizer states"),
+                "trained": tr(
+                    "Trained with the language model (in full, or adapters on its linear layers): more "
+                    "trainable parameters; its activations depend on the images and are not counted"
+                ),
+                "absent": tr("Not loaded: the text model class alone (text-only training), no vision weights"),
+            },
+        )
+        self.vision_combo.setAccessibleName(tr("Vision tower"))
+        self._vision_tip = self.vision_combo.toolTip()
         ft_page = QWidget()
         fl2 = QFormLayout(ft_page)
         self._tune(fl2)
@@ -265,16 +394,22 @@ class WorkloadForm(QWidget):
         fl2.addRow(tr("Micro-batch"), self.micro_batch_spin)
         self.seq_max_label = _readout()
         fl2.addRow(tr("Sequence length"), _with_readout(self.seq_len_spin, self.seq_max_label))
-        fl2.addRow(tr("Grad. accumulation"), self.grad_accum_spin)
+        # a short label: the widest label plus the widest field (length + readout) must fit the form's width
+        fl2.addRow(tr("Grad. accum."), self.grad_accum_spin)
+        self.grad_accum_spin.setAccessibleName(tr("Gradient accumulation steps"))
         fl2.addRow(tr("O&ptimizer"), self.optimizer_combo)
         fl2.addRow(tr("Precision"), self.precision_combo)
         fl2.addRow(self.checkpointing_check)
         fl2.addRow(tr("LoRA rank"), self.lora_rank_spin)
         fl2.addRow(tr("LoRA targets"), self.lora_targets_edit)
         fl2.addRow(tr("LoRA dropout"), self.lora_dropout_spin)
+        fl2.addRow(tr("LoRA bias"), self.lora_bias_combo)
+        fl2.addRow(tr("Trained in full"), self.saved_modules_row)
+        fl2.addRow(tr("Adapter dtype"), self.adapter_dtype_combo)
         fl2.addRow(self.dora_check)
         fl2.addRow(self.chunked_loss_check)
         fl2.addRow(self.activation_offload_check)
+        fl2.addRow(tr("Vision tower"), self.vision_combo)
 
         self.tabs = QTabWidget()
         self.tabs.addTab(inf_page, tr("Inference"))
@@ -305,8 +440,52 @@ class WorkloadForm(QWidget):
             self.zero_combo.addItem(f"ZeRO-{z}" if z else tr("off"), z)
             self.zero_combo.setItemData(self.zero_combo.count() - 1, tr(tip), Qt.ItemDataRole.ToolTipRole)
         self.zero_combo.setToolTip(tr("DeepSpeed ZeRO stage (fine-tuning on several GPUs)"))
-        self.fsdp_check = QCheckBox(tr("FSDP (full sharding)"))
-        self.fsdp_check.setToolTip(tr("PyTorch FSDP: like ZeRO-3"))
+        self.fsdp_check = QCheckBox(tr("FSDP"))
+        self.fsdp_check.setToolTip(tr("PyTorch FSDP: shards the model over the GPUs (full sharding is like ZeRO-3)"))
+        self.fsdp_strategy_combo = _combo(
+            FSDP_STRATEGIES,
+            tr("FSDP sharding strategy (FSDP only)"),
+            {"full": tr("full shard"), "shard-grad-op": tr("shard grad/op"), "hybrid": tr("hybrid shard")},
+            {
+                "full": tr("FULL_SHARD: parameters, gradients and optimizer states sharded (like ZeRO-3)"),
+                "shard-grad-op": tr(
+                    "SHARD_GRAD_OP: gradients and optimizer states sharded, every GPU keeps all the parameters "
+                    "(like ZeRO-2): more memory, less communication"
+                ),
+                "hybrid": tr("HYBRID_SHARD: full sharding inside each node, a replica per node"),
+            },
+        )
+        self.fsdp_strategy_combo.setAccessibleName(tr("FSDP strategy"))
+        self.zero_bucket_spin = QDoubleSpinBox()
+        # elements up to 10^12 do not fit a QSpinBox (32 bits); a double holds them exactly
+        self.zero_bucket_spin.setRange(0, ZERO_BUCKET_MAX)
+        self.zero_bucket_spin.setDecimals(0)
+        self.zero_bucket_spin.setSingleStep(50_000_000)
+        self.zero_bucket_spin.setGroupSeparatorShown(True)
+        self.zero_bucket_spin.setAccelerated(True)
+        self.zero_bucket_spin.setAlignment(Qt.AlignmentFlag.AlignRight)
+        self.zero_bucket_spin.setSpecialValueText(tr("default (5e8)"))
+        self.zero_bucket_spin.setToolTip(
+            tr(
+                "DeepSpeed reduce_bucket_size in elements (ZeRO only): the gradient buckets are this large; "
+                "default = DeepSpeed's 500,000,000"
+            )
+        )
+        self.zero_bucket_spin.setAccessibleName(tr("DeepSpeed bucket size (elements)"))
+        self.zero_overlap_combo = QComboBox()
+        for value, label, tip in (
+            (None, tr("default"), tr("DeepSpeed's default: on for ZeRO-3, off for ZeRO-1 and 2")),
+            (
+                True,
+                tr("on"),
+                tr("Overlaps gradient reduction with the backward: a second gradient bucket (ZeRO-1 and 2)"),
+            ),
+            (False, tr("off"), tr("One gradient bucket; the reduction waits for it")),
+        ):
+            self.zero_overlap_combo.addItem(label, value)
+            self.zero_overlap_combo.setItemData(self.zero_overlap_combo.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.zero_overlap_combo.setToolTip(tr("DeepSpeed overlap_comm (ZeRO only)"))
+        self.zero_overlap_combo.setAccessibleName(tr("DeepSpeed overlap_comm"))
         self.offload_combo = _combo(
             OFFLOADS,
             tr("Move optimizer states or parameters to CPU memory"),
@@ -320,7 +499,9 @@ class WorkloadForm(QWidget):
         hl.addRow(tr("Tensor parallel"), self.tp_spin)
         hl.addRow(tr("Pipeline parallel"), self.pp_spin)
         hl.addRow(tr("ZeRO"), self.zero_combo)
-        hl.addRow(self.fsdp_check)
+        hl.addRow(tr("ZeRO bucket"), self.zero_bucket_spin)
+        hl.addRow(tr("overlap_comm"), self.zero_overlap_combo)
+        hl.addRow(self.fsdp_check, self.fsdp_strategy_combo)
         hl.addRow(tr("Offload"), self.offload_combo)
 
         self.validation_label = QLabel("")
@@ -350,6 +531,11 @@ class WorkloadForm(QWidget):
             self.gpu_combo,
             self.zero_combo,
             self.offload_combo,
+            self.lora_bias_combo,
+            self.adapter_dtype_combo,
+            self.vision_combo,
+            self.fsdp_strategy_combo,
+            self.zero_overlap_combo,
         ):
             combo.currentIndexChanged.connect(self._on_changed)
         for spin in (
@@ -370,6 +556,8 @@ class WorkloadForm(QWidget):
             spin.valueChanged.connect(self._on_changed)
         self.vllm_util_spin.valueChanged.connect(self._on_changed)
         self.lora_dropout_spin.valueChanged.connect(self._on_changed)
+        for dspin in (self.max_memory_spin, self.cpu_memory_spin, self.zero_bucket_spin):
+            dspin.valueChanged.connect(self._on_changed)
         for check in (
             self.vllm_eager_check,
             self.llama_fa_check,
@@ -377,6 +565,8 @@ class WorkloadForm(QWidget):
             self.dora_check,
             self.chunked_loss_check,
             self.activation_offload_check,
+            self.save_embed_check,
+            self.save_head_check,
             self.fsdp_check,
         ):
             check.toggled.connect(self._on_changed)
@@ -459,6 +649,12 @@ class WorkloadForm(QWidget):
         result, specs = self._detection
         self.set_detected(result, specs)
 
+    def note_model_facts(self, model_id: str, facts: ModelFacts) -> None:
+        """Remember what a resolved model (Hub, local) is made of: the vision tower choice then follows it."""
+        self._vision_known[model_id] = facts.counts.vision > 0
+        if not self._loading:
+            self._sync_visibility()
+
     # ---------------------------------------------------------------- values
     def _on_changed(self, *_args: object) -> None:
         if not self._loading:
@@ -469,14 +665,47 @@ class WorkloadForm(QWidget):
         engine = self.engine_combo.currentData()
         self.vllm_box.setVisible(engine == "vllm")
         self.llama_box.setVisible(engine == "llamacpp")
+        # accelerate's max_memory is a transformers device_map setting: no other engine reads it
+        self.hf_box.setVisible(engine == "transformers")
+        self.hf_box.setEnabled(engine == "transformers")
+        self.cpu_memory_spin.setEnabled(self.max_memory_spin.value() > 0)
         finetune = self.tabs.currentIndex() == 1
         for w in (self.zero_combo, self.fsdp_check, self.offload_combo):
             w.setEnabled(finetune)
+        self.fsdp_strategy_combo.setEnabled(finetune and self.fsdp_check.isChecked())
+        zero = finetune and bool(self.zero_combo.currentData())
+        self.zero_bucket_spin.setEnabled(zero)
+        self.zero_overlap_combo.setEnabled(zero)
         adapters = self.method_combo.currentData() in ("lora", "qlora")
         self.lora_rank_spin.setEnabled(adapters)
         self.lora_targets_edit.setEnabled(adapters)
         self.lora_dropout_spin.setEnabled(adapters)
         self.dora_check.setEnabled(adapters)
+        for w in (self.save_embed_check, self.save_head_check, self.lora_bias_combo, self.adapter_dtype_combo):
+            w.setEnabled(adapters)
+        vision = self.model_has_vision(str(self.model_combo.currentData()))
+        self.vision_combo.setEnabled(vision is not False)
+        self.vision_combo.setToolTip(
+            self._vision_tip
+            + "\n"
+            + (
+                tr("This model has no vision tower")
+                if vision is False
+                else tr("This model has a vision tower")
+                if vision
+                else tr("Not a catalog model: the window cannot tell whether it has a vision tower")
+            )
+        )
+
+    def model_has_vision(self, model_id: str) -> bool | None:
+        """Whether ``model_id`` has a vision tower: known for catalog models and those passed to
+        :meth:`note_model_facts`; None (unknown) otherwise."""
+        if self._catalog.find(model_id) is None:
+            return self._vision_known.get(model_id)
+        try:
+            return self._catalog.facts(model_id).counts.vision > 0
+        except (ValueError, LookupError):
+            return None
 
     @property
     def mode(self) -> str:
@@ -484,6 +713,12 @@ class WorkloadForm(QWidget):
 
     def values(self) -> FormValues:
         ngl = self.llama_ngl_spin.value()
+        max_memory = round(self.max_memory_spin.value(), 4)
+        cpu_memory = round(self.cpu_memory_spin.value(), 4)
+        bucket = round(self.zero_bucket_spin.value())
+        vision = str(self.vision_combo.currentData())
+        if vision == "trained" and self.model_has_vision(str(self.model_combo.currentData())) is False:
+            vision = "frozen"  # a model without a vision tower has none to train (the core says so)
         return FormValues(
             model=str(self.model_combo.currentData()),
             mode=self.mode,
@@ -500,6 +735,8 @@ class WorkloadForm(QWidget):
             llama_gpu_layers=None if ngl < 0 else ngl,
             llama_ubatch=self.llama_ubatch_spin.value(),
             llama_flash_attn=self.llama_fa_check.isChecked(),
+            max_memory_gib=max_memory if max_memory > 0 else None,
+            cpu_memory_gib=cpu_memory if cpu_memory >= 0 else None,
             method=str(self.method_combo.currentData()),
             micro_batch=self.micro_batch_spin.value(),
             seq_len=self.seq_len_spin.value(),
@@ -513,10 +750,21 @@ class WorkloadForm(QWidget):
             dora=self.dora_check.isChecked(),
             chunked_loss=self.chunked_loss_check.isChecked(),
             activation_offload=self.activation_offload_check.isChecked(),
+            modules_to_save=tuple(
+                kind
+                for kind, check in (("embed", self.save_embed_check), ("lm_head", self.save_head_check))
+                if check.isChecked()
+            ),
+            lora_bias=str(self.lora_bias_combo.currentData()),
+            adapter_dtype=str(self.adapter_dtype_combo.currentData()),
+            vision_tower=vision,
             tp=self.tp_spin.value(),
             pp=self.pp_spin.value(),
             zero=int(self.zero_combo.currentData()),
             fsdp=self.fsdp_check.isChecked(),
+            fsdp_strategy=str(self.fsdp_strategy_combo.currentData()),
+            zero_bucket=bucket or None,
+            zero_overlap_comm=self.zero_overlap_combo.currentData(),
             offload=str(self.offload_combo.currentData()),
             gpu=self.gpu_combo.currentData(),
             gpu_count=self.gpu_count_spin.value(),
@@ -539,6 +787,8 @@ class WorkloadForm(QWidget):
             self.llama_ngl_spin.setValue(-1 if form.llama_gpu_layers is None else form.llama_gpu_layers)
             self.llama_ubatch_spin.setValue(form.llama_ubatch)
             self.llama_fa_check.setChecked(form.llama_flash_attn)
+            self.max_memory_spin.setValue(form.max_memory_gib or 0.0)
+            self.cpu_memory_spin.setValue(-1.0 if form.cpu_memory_gib is None else form.cpu_memory_gib)
             select(self.method_combo, form.method)
             self.micro_batch_spin.setValue(form.micro_batch)
             self.seq_len_spin.setValue(form.seq_len)
@@ -552,10 +802,18 @@ class WorkloadForm(QWidget):
             self.dora_check.setChecked(form.dora)
             self.chunked_loss_check.setChecked(form.chunked_loss)
             self.activation_offload_check.setChecked(form.activation_offload)
+            self.save_embed_check.setChecked("embed" in form.modules_to_save)
+            self.save_head_check.setChecked("lm_head" in form.modules_to_save)
+            select(self.lora_bias_combo, form.lora_bias)
+            select(self.adapter_dtype_combo, form.adapter_dtype)
+            select(self.vision_combo, form.vision_tower)
             self.tp_spin.setValue(form.tp)
             self.pp_spin.setValue(form.pp)
             select(self.zero_combo, form.zero)
             self.fsdp_check.setChecked(form.fsdp)
+            select(self.fsdp_strategy_combo, form.fsdp_strategy)
+            self.zero_bucket_spin.setValue(form.zero_bucket or 0)
+            select(self.zero_overlap_combo, form.zero_overlap_comm)
             select(self.offload_combo, form.offload)
             select(self.gpu_combo, form.gpu)
             self.gpu_count_spin.setValue(form.gpu_count)

@@ -558,6 +558,7 @@ class MainWindow(QMainWindow):
         self._facts[ref] = facts
         self._resolving = None
         self._remember_recent(ref)
+        self.form.note_model_facts(ref, facts)
         self.estimate_now()
 
     def _on_resolve_failed(self, error: object) -> None:

@@ -46,6 +46,12 @@ METHODS: tuple[str, ...] = ("lora", "qlora", "full")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion")
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "params")
+#: peft modules_to_save kinds the form offers (the core's normalised names), in the order the form writes them
+SAVED_MODULE_KINDS: tuple[str, ...] = ("embed", "lm_head")
+LORA_BIASES: tuple[str, ...] = ("none", "all", "lora_only")
+ADAPTER_DTYPES: tuple[str, ...] = ("fp32", "base")
+VISION_TOWERS: tuple[str, ...] = ("frozen", "trained", "absent")
+FSDP_STRATEGIES: tuple[str, ...] = ("full", "shard-grad-op", "hybrid")
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (ValueError, LookupError)
@@ -110,6 +116,9 @@ class FormValues:
     llama_gpu_layers: int | None = None
     llama_ubatch: int = 512
     llama_flash_attn: bool = True
+    # transformers device_map="auto": None = no cap
+    max_memory_gib: float | None = None
+    cpu_memory_gib: float | None = None
     # fine-tuning
     method: str = "lora"
     micro_batch: int = 1
@@ -125,11 +134,22 @@ class FormValues:
     dora: bool = False
     chunked_loss: bool = False
     activation_offload: bool = False
+    #: peft modules_to_save ("embed", "lm_head"); dropped from the scenario for a full fine-tune
+    modules_to_save: tuple[str, ...] = ()
+    #: peft LoRA bias ("none", "all", "lora_only"); dropped from the scenario for a full fine-tune
+    lora_bias: str = "none"
+    adapter_dtype: str = "fp32"
+    vision_tower: str = "frozen"
     # parallelism
     tp: int = 1
     pp: int = 1
     zero: int = 0
     fsdp: bool = False
+    fsdp_strategy: str = "full"
+    #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default
+    zero_bucket: int | None = None
+    #: DeepSpeed overlap_comm; None = DeepSpeed's default
+    zero_overlap_comm: bool | None = None
     offload: str = "none"
     #: GPU catalog name, or a detected GPU's key ("detected:0"); None = no GPU chosen (no fit verdict)
     gpu: str | None = None
@@ -160,6 +180,8 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         llama_gpu_layers=inf.llamacpp.n_gpu_layers,
         llama_ubatch=inf.llamacpp.n_ubatch,
         llama_flash_attn=inf.llamacpp.flash_attn,
+        max_memory_gib=inf.max_memory_gib,
+        cpu_memory_gib=inf.cpu_memory_gib,
         method=ft.method,
         micro_batch=ft.micro_batch,
         seq_len=ft.seq_len,
@@ -173,10 +195,17 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         dora=ft.dora,
         chunked_loss=ft.chunked_loss,
         activation_offload=ft.activation_offload,
+        modules_to_save=ft.modules_to_save,
+        lora_bias=ft.lora_bias,
+        adapter_dtype=ft.adapter_dtype,
+        vision_tower=ft.vision_tower,
         tp=par.tp,
         pp=par.pp,
         zero=par.zero,
         fsdp=par.fsdp,
+        fsdp_strategy=par.fsdp_strategy,
+        zero_bucket=par.zero_bucket,
+        zero_overlap_comm=par.zero_overlap_comm,
         offload=par.offload,
         gpu=gpu_key or scenario.hardware.gpu,
         gpu_count=scenario.hardware.gpu_count,
@@ -199,6 +228,10 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
     if form.mode == "finetune":
         work: dict[str, Any] = dict(old) if old.get("kind") == "finetune" else {"kind": "finetune"}
         targets = tuple(t.strip() for t in form.lora_targets.split(",") if t.strip()) or ("all-linear",)
+        adapters = form.method != "full"
+        saved = tuple(form.modules_to_save) if adapters else ()
+        if set(saved) == set(work.get("modules_to_save") or ()):
+            saved = tuple(work.get("modules_to_save") or ())  # the same modules: keep the scenario's order
         work.update(
             method=form.method,
             micro_batch=form.micro_batch,
@@ -214,6 +247,11 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             dora=form.dora,
             chunked_loss=form.chunked_loss,
             activation_offload=form.activation_offload,
+            # the core rejects both for a full fine-tune (it trains every module already); the form keeps them
+            modules_to_save=saved,
+            lora_bias=form.lora_bias if adapters else "none",
+            adapter_dtype=form.adapter_dtype,
+            vision_tower=form.vision_tower,
         )
     else:
         work = dict(old) if old.get("kind", "inference") == "inference" else {"kind": "inference"}
@@ -232,6 +270,8 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             input_len=form.input_len,
             output_len=form.output_len,
             kv_dtype=form.kv_dtype,
+            max_memory_gib=form.max_memory_gib,
+            cpu_memory_gib=form.cpu_memory_gib,
             vllm=vllm,
             llamacpp=llama,
         )
@@ -242,6 +282,9 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
         "pp": form.pp,
         "zero": form.zero,
         "fsdp": form.fsdp,
+        "fsdp_strategy": form.fsdp_strategy,
+        "zero_bucket": form.zero_bucket,
+        "zero_overlap_comm": form.zero_overlap_comm,
         "offload": form.offload,
     }
     gpu = form.gpu

@@ -1,0 +1,27 @@
+"""Opening the main window in tests: injected GPU detection and Hub search, shown, exposed, first estimate done."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.nvml import DetectionResult
+from vramdesk.ui import app as ui_app
+from vramdesk.ui.main_window import MainWindow
+
+NO_GPU = DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)")
+
+
+def make_window(qtbot: Any, scenario: Scenario = DEFAULT_SCENARIO, *, wait: bool = True, **kw: Any) -> MainWindow:
+    """A shown main window for ``scenario``; no GPU and no Hub unless ``detect`` / ``hub_search`` say otherwise."""
+    ui_app.ensure_app()
+    kw.setdefault("detect", lambda: NO_GPU)
+    kw.setdefault("hub_search", None)
+    w = MainWindow(scenario, **kw)
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    if wait:
+        qtbot.waitUntil(lambda: not w.pending, timeout=5000)
+    return w
