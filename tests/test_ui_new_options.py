@@ -444,3 +444,29 @@ def test_switching_the_language_keeps_the_new_options(qtbot) -> None:
     finally:
         i18n.set_language("en")
         i18n.install_qt_translations("en")
+
+
+def test_selective_checkpointing_and_llama_cpp_row_split_in_the_form(qtbot) -> None:
+    s = finetune("meta-llama/Llama-3.1-8B", method="full", seq_len=4096)
+    assert scenario_from_form(s, form_from_scenario(s)) == s
+    w = make_window(qtbot, s)
+    f = w.form
+    every = shown(w)
+    half = change(qtbot, w, lambda: f.checkpoint_every_spin.setValue(2))
+    assert half == core(finetune("meta-llama/Llama-3.1-8B", method="full", seq_len=4096, checkpoint_every=2))
+    assert half.peak_allocated_bytes >= every.peak_allocated_bytes
+    change(qtbot, w, lambda: f.checkpointing_check.setChecked(False))
+    assert not f.checkpoint_every_spin.isEnabled()
+
+    llama = inference("meta-llama/Llama-3.1-70B", engine="llamacpp", input_len=8192)
+    w2 = make_window(qtbot, llama.model_copy(update={"weights": "q4_k_m"}))
+    f2 = w2.form
+    assert not f2.llama_split_combo.isEnabled()  # one GPU: nothing to split
+    change(qtbot, w2, lambda: f2.gpu_count_spin.setValue(3))
+    assert f2.llama_split_combo.isEnabled()
+    row = change(qtbot, w2, lambda: pick(f2.llama_split_combo, "row"))
+    sent = w2.evaluation.scenario if w2.evaluation is not None else None
+    assert sent is not None and sent.workload.llamacpp.split_mode == "row"  # type: ignore[union-attr]
+    assert row == core(sent)
+    kv = [next((c.bytes for c in g.components if c.name == "KV cache"), 0) for g in row.per_gpu]
+    assert kv[0] > 0 and kv[1:] == [0, 0]

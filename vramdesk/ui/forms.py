@@ -249,8 +249,22 @@ class WorkloadForm(QWidget):
         self.llama_ubatch_spin = _spin(1, 65536, tr("Physical batch (-ub): sizes the compute buffer"), 128)
         self.llama_fa_check = QCheckBox(tr("flash attention (-fa)"))
         self.llama_fa_check.setToolTip(tr("Smaller compute buffer; also allows a quantized V cache"))
+        self.llama_split_combo = _combo(
+            ("layer", "row"),
+            tr("How several GPUs share the model (--split-mode)"),
+            {"layer": tr("layers"), "row": tr("rows")},
+            {
+                "layer": tr("Each GPU holds whole layers and their KV cache (the default)"),
+                "row": tr(
+                    "Every matrix is split by rows over the GPUs; the KV cache and the compute buffer stay on "
+                    "the main GPU"
+                ),
+            },
+        )
+        self.llama_split_combo.setAccessibleName(tr("llama.cpp split mode"))
         ll.addRow(tr("GPU layers"), self.llama_ngl_spin)
         ll.addRow(tr("Micro-batch"), self.llama_ubatch_spin)
+        ll.addRow(tr("Split mode"), self.llama_split_combo)
         ll.addRow(self.llama_fa_check)
         il.addWidget(self.llama_box)
 
@@ -292,6 +306,18 @@ class WorkloadForm(QWidget):
         self.precision_combo = _combo(PRECISIONS, tr("Training precision"))
         self.checkpointing_check = QCheckBox(tr("gradient checkpointing"))
         self.checkpointing_check.setToolTip(tr("Recompute activations in backward: keeps one tensor per layer"))
+        self.checkpoint_every_spin = _spin(
+            1,
+            4096,
+            tr(
+                "Selective checkpointing (torchtune): checkpoint every k-th layer; the layers in between keep all "
+                "their activations, trading memory for less recomputation"
+            ),
+        )
+        self.checkpoint_every_spin.setPrefix(tr("every "))
+        self.checkpoint_every_spin.setSuffix(tr(" layers"))
+        self.checkpoint_every_spin.setSpecialValueText(tr("every layer"))
+        self.checkpoint_every_spin.setAccessibleName(tr("Checkpoint every k-th layer"))
         self.lora_rank_spin = _spin(1, 65536, tr("LoRA rank r: adapter size grows linearly with it"))
         self.lora_targets_edit = QLineEdit()
         self.lora_targets_edit.setToolTip(tr("all-linear, or a comma list of modules: q,k,v,o,gate,up,down"))
@@ -400,6 +426,7 @@ class WorkloadForm(QWidget):
         fl2.addRow(tr("O&ptimizer"), self.optimizer_combo)
         fl2.addRow(tr("Precision"), self.precision_combo)
         fl2.addRow(self.checkpointing_check)
+        fl2.addRow(tr("Checkpoints"), self.checkpoint_every_spin)
         fl2.addRow(tr("LoRA rank"), self.lora_rank_spin)
         fl2.addRow(tr("LoRA targets"), self.lora_targets_edit)
         fl2.addRow(tr("LoRA dropout"), self.lora_dropout_spin)
@@ -536,6 +563,7 @@ class WorkloadForm(QWidget):
             self.vision_combo,
             self.fsdp_strategy_combo,
             self.zero_overlap_combo,
+            self.llama_split_combo,
         ):
             combo.currentIndexChanged.connect(self._on_changed)
         for spin in (
@@ -545,6 +573,7 @@ class WorkloadForm(QWidget):
             self.vllm_seqs_spin,
             self.llama_ngl_spin,
             self.llama_ubatch_spin,
+            self.checkpoint_every_spin,
             self.micro_batch_spin,
             self.seq_len_spin,
             self.grad_accum_spin,
@@ -673,6 +702,8 @@ class WorkloadForm(QWidget):
         for w in (self.zero_combo, self.fsdp_check, self.offload_combo):
             w.setEnabled(finetune)
         self.fsdp_strategy_combo.setEnabled(finetune and self.fsdp_check.isChecked())
+        self.checkpoint_every_spin.setEnabled(self.checkpointing_check.isChecked())
+        self.llama_split_combo.setEnabled(self.gpu_count_spin.value() > 1)
         zero = finetune and bool(self.zero_combo.currentData())
         self.zero_bucket_spin.setEnabled(zero)
         self.zero_overlap_combo.setEnabled(zero)
@@ -735,6 +766,7 @@ class WorkloadForm(QWidget):
             llama_gpu_layers=None if ngl < 0 else ngl,
             llama_ubatch=self.llama_ubatch_spin.value(),
             llama_flash_attn=self.llama_fa_check.isChecked(),
+            llama_split_mode=str(self.llama_split_combo.currentData()),
             max_memory_gib=max_memory if max_memory > 0 else None,
             cpu_memory_gib=cpu_memory if cpu_memory >= 0 else None,
             method=str(self.method_combo.currentData()),
@@ -744,6 +776,7 @@ class WorkloadForm(QWidget):
             optimizer=str(self.optimizer_combo.currentData()),
             precision=str(self.precision_combo.currentData()),
             grad_checkpointing=self.checkpointing_check.isChecked(),
+            checkpoint_every=self.checkpoint_every_spin.value(),
             lora_rank=self.lora_rank_spin.value(),
             lora_targets=self.lora_targets_edit.text().strip() or "all-linear",
             lora_dropout=round(self.lora_dropout_spin.value(), 4),
@@ -787,6 +820,7 @@ class WorkloadForm(QWidget):
             self.llama_ngl_spin.setValue(-1 if form.llama_gpu_layers is None else form.llama_gpu_layers)
             self.llama_ubatch_spin.setValue(form.llama_ubatch)
             self.llama_fa_check.setChecked(form.llama_flash_attn)
+            select(self.llama_split_combo, form.llama_split_mode)
             self.max_memory_spin.setValue(form.max_memory_gib or 0.0)
             self.cpu_memory_spin.setValue(-1.0 if form.cpu_memory_gib is None else form.cpu_memory_gib)
             select(self.method_combo, form.method)
@@ -796,6 +830,7 @@ class WorkloadForm(QWidget):
             select(self.optimizer_combo, form.optimizer)
             select(self.precision_combo, form.precision)
             self.checkpointing_check.setChecked(form.grad_checkpointing)
+            self.checkpoint_every_spin.setValue(form.checkpoint_every)
             self.lora_rank_spin.setValue(form.lora_rank)
             self.lora_targets_edit.setText(form.lora_targets)
             self.lora_dropout_spin.setValue(form.lora_dropout)

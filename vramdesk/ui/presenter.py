@@ -116,6 +116,8 @@ class FormValues:
     llama_gpu_layers: int | None = None
     llama_ubatch: int = 512
     llama_flash_attn: bool = True
+    #: several GPUs: "layer" (layers per GPU) or "row" (every matrix split by rows)
+    llama_split_mode: str = "layer"
     # transformers device_map="auto": None = no cap
     max_memory_gib: float | None = None
     cpu_memory_gib: float | None = None
@@ -127,6 +129,8 @@ class FormValues:
     optimizer: str = "adamw"
     precision: str = "bf16"
     grad_checkpointing: bool = True
+    #: selective checkpointing: every k-th layer (1 = every layer)
+    checkpoint_every: int = 1
     lora_rank: int = 16
     lora_targets: str = "all-linear"
     #: LoRA dropout probability (LoRA / QLoRA only)
@@ -180,6 +184,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         llama_gpu_layers=inf.llamacpp.n_gpu_layers,
         llama_ubatch=inf.llamacpp.n_ubatch,
         llama_flash_attn=inf.llamacpp.flash_attn,
+        llama_split_mode=inf.llamacpp.split_mode,
         max_memory_gib=inf.max_memory_gib,
         cpu_memory_gib=inf.cpu_memory_gib,
         method=ft.method,
@@ -189,6 +194,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         optimizer=ft.optimizer,
         precision=ft.precision,
         grad_checkpointing=ft.grad_checkpointing,
+        checkpoint_every=ft.checkpoint_every,
         lora_rank=ft.lora_rank,
         lora_targets=",".join(ft.lora_targets),
         lora_dropout=ft.lora_dropout,
@@ -240,6 +246,7 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             optimizer=form.optimizer,
             precision=form.precision,
             grad_checkpointing=form.grad_checkpointing,
+            checkpoint_every=form.checkpoint_every,
             attention=form.attention,
             lora_rank=form.lora_rank,
             lora_targets=targets,
@@ -262,7 +269,12 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             enforce_eager=form.vllm_enforce_eager,
         )
         llama: dict[str, Any] = dict(work.get("llamacpp") or {})
-        llama.update(n_gpu_layers=form.llama_gpu_layers, n_ubatch=form.llama_ubatch, flash_attn=form.llama_flash_attn)
+        llama.update(
+            n_gpu_layers=form.llama_gpu_layers,
+            n_ubatch=form.llama_ubatch,
+            flash_attn=form.llama_flash_attn,
+            split_mode=form.llama_split_mode,
+        )
         work.update(
             engine=form.engine,
             attention=form.attention,
