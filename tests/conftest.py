@@ -35,3 +35,17 @@ def _isolated_qt_settings(tmp_path, monkeypatch):
     presenter = sys.modules.get("vramdesk.ui.presenter")
     if presenter is not None:
         presenter.set_unit("GiB")  # the unit is process-wide: leave it as the next test expects
+
+
+@pytest.fixture
+def chinese(monkeypatch):
+    """The window in Simplified Chinese for one test (VRAMDESK_LANG is what ensure_app() reads); English after."""
+    from vramdesk.ui import i18n
+
+    monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
+    i18n.set_language("zh_CN")
+    try:
+        yield
+    finally:
+        i18n.set_language("en")
+        i18n.install_qt_translations("en")

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from i18ncheck import english_left as _english_left
 from pydantic import ValidationError
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
@@ -144,7 +145,6 @@ WHITELIST = frozenset(
         "BA",
     ]
 )
-_TOKEN = re.compile(r"(?:--)?[A-Za-z0-9_]+(?:[.+\-][A-Za-z0-9_]+)*\+?")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 
 
@@ -350,16 +350,7 @@ def texts() -> list[tuple[str, str, set[str]]]:
 
 
 def english_left(text: str, ignore: set[str]) -> list[str]:
-    """Words of ``text`` that are neither identifiers nor whitelisted (what a Chinese reader would see as
-    untranslated English)."""
-    for name in sorted(ignore, key=len, reverse=True):
-        text = text.replace(name, " ")
-    words = []
-    for tok in _TOKEN.findall(text):
-        if len(tok) == 1 or re.search(r"[\d_.]", tok) or tok.startswith("--") or tok in WHITELIST:
-            continue
-        words.append(tok)
-    return words
+    return _english_left(text, ignore, WHITELIST)
 
 
 def test_the_sweep_covers_every_kind_of_core_text(texts) -> None:

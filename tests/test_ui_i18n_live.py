@@ -49,17 +49,6 @@ def wait_advice(qtbot, w: MainWindow) -> dict:
     return w.advice
 
 
-@pytest.fixture
-def chinese(monkeypatch):
-    monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")  # what ensure_app() reads
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language("en")
-        i18n.install_qt_translations("en")
-
-
 def run_settings(w: MainWindow, change: Callable[[SettingsDialog], None]) -> None:
     """Open the Settings dialog the way the menu does (modal), change it and press OK."""
 

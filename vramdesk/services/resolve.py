@@ -241,7 +241,7 @@ class _Resolver:
             info = c.model_info(repo)
             name = pick_gguf(info.files, quant)
             if name is None:
-                what = f"a GGUF file matching '{quant}'" if quant else "a GGUF file"
+                what = f"GGUF file matching '{quant}'" if quant else "GGUF file"
                 found = ", ".join(info.gguf_files[:6]) or "none"
                 raise HubError("not_found", f"{repo} has no {what} (GGUF files: {found})", repo=repo)
         header, _size = c.gguf_header(repo, name)

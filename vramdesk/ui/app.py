@@ -38,6 +38,7 @@ from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 
 from . import theme
 from .charts import FULL_CIRCLE
+from .core_text import localize
 from .dialogs import apply_saved_settings
 from .i18n import choose_language, install_qt_translations, set_language, tr
 from .main_window import WINDOW_SIZE, MainWindow
@@ -239,7 +240,7 @@ def open_window(scenario_path: Path | None) -> MainWindow:
     # the interactive window autosaves the current work and offers it back after a crash
     window = MainWindow(scenario, notice=notice, autosave=True)
     if notice and not _offscreen():
-        QTimer.singleShot(0, lambda: QMessageBox.warning(window, "vramdesk", notice))
+        QTimer.singleShot(0, lambda: QMessageBox.warning(window, "vramdesk", localize(notice)))
     return window
 
 

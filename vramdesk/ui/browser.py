@@ -29,6 +29,7 @@ from vramdesk.core.estimate import ModelFacts
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.search import HubAnswer, SearchResult, merge
 
+from .core_text import localize
 from .i18n import tr
 from .presenter import count_text
 from .widgets import RowsTableModel
@@ -93,9 +94,10 @@ class SearchResultModel(RowsTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and col == self.SOURCE:
             return QColor(SOURCE_COLORS.get(r.source, "#666666"))
         if role == Qt.ItemDataRole.ToolTipRole:
-            parts = [f"<b>{html.escape(r.id)}</b>", html.escape(tr("found in") + ": " + ", ".join(r.sources))]
+            found = ", ".join(tr(s) for s in r.sources)
+            parts = [f"<b>{html.escape(r.id)}</b>", html.escape(localize(tr("found in") + ": " + found))]
             if r.detail:
-                parts.append(html.escape(r.detail))
+                parts.append(html.escape(localize(r.detail)))
             if r.gated:
                 parts.append(html.escape(tr("gated: accept the licence on the Hub and set an HF token")))
             return "<br>".join(parts)
@@ -135,7 +137,7 @@ def details_html(result: SearchResult | None, facts: ModelFacts | None, catalog:
     elif result is not None and result.gated:
         rows.append((tr("Gated"), tr("yes")))
     if result is not None and result.detail:
-        rows.append((tr("Source"), f"{tr(result.source)}: {result.detail}"))
+        rows.append((tr("Source"), localize(f"{tr(result.source)}: {result.detail}")))
     body = "".join(
         f"<tr><td style='color:#5f6b7a; padding-right:8px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
         for k, v in rows
@@ -264,10 +266,10 @@ class ModelBrowser(QFrame):
     def _on_hub(self, answer: HubAnswer) -> None:
         self.last_hub = answer
         self._show(merge(self.query, self._local_rows, answer.results, limit=40))
-        self.hub_note.setText(answer.note)
+        self.hub_note.setText(localize(answer.note))
 
     def _on_hub_failed(self, error: object) -> None:
-        self.hub_note.setText(tr("Hub search failed") + f": {error}")
+        self.hub_note.setText(tr("Hub search failed") + ": " + localize(str(error)))
 
     def _on_busy(self, busy: bool) -> None:
         if busy:

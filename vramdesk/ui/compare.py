@@ -312,14 +312,12 @@ class LibraryWindow(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, e.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if e.id in checked else Qt.CheckState.Unchecked)
-            item.setToolTip(f"{e.scenario.model.id}\n{e.path}" + (f"\n{e.note}" if e.note else ""))
+            item.setToolTip(f"{e.scenario.model.id}\n{e.path}" + (f"\n{localize(e.note)}" if e.note else ""))
             self.list.addItem(item)
         self.list.blockSignals(False)
         if scan.quarantined:
-            lines = [
-                tr("A file that could not be read was moved aside (not deleted):") + f" {q.moved_to} — {q.reason}"
-                for q in scan.quarantined
-            ]
+            moved = tr("A file that could not be read was moved aside (not deleted):")
+            lines = [f"{moved} {q.moved_to} — {localize(q.reason)}" for q in scan.quarantined]
             self.report_label.setText("\n".join(lines))
             self.report_label.setVisible(True)
         if self.library.root.is_dir() and str(self.library.root) not in self._watcher.directories():
@@ -347,7 +345,7 @@ class LibraryWindow(QWidget):
         try:
             fn(entry)
         except (LibraryError, ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
         self.reload()
 
     def open_selected(self) -> None:
@@ -403,7 +401,7 @@ class LibraryWindow(QWidget):
             try:
                 self.library.import_file(Path(p))
             except (ScenarioFileError, OSError) as err:
-                QMessageBox.warning(self, "vramdesk", str(err))
+                QMessageBox.warning(self, "vramdesk", localize(str(err)))
         self.reload()
 
     def export_selected(self, target: Path | None = None) -> None:

@@ -4,6 +4,10 @@ solver and advice texts, and the errors of invalid scenarios.
 The core and the command line stay English (their texts are a contract that scripts and tests read), so the
 translation happens here, at display time, from a reviewed table (``resources/i18n/<lang>.core.json``):
 
+The same mechanism, with a second file (``resources/i18n/<lang>.services.json``) merged into the table, translates
+the English texts of the services and storage layers the window shows: the NVML detection reason, Hub errors and
+search notes, model-resolution and local-file errors, and the library's notices.
+
 * ``names``: whole component and phase names ("KV cache", "optimizer step"): :func:`localize_name`.
 * ``phrases``: templates matched anywhere in a text, the longest first: :func:`localize`. In a template,
   ``{n}`` is a number (``1,024``, ``0.9``, ``1.0e+09``), ``{id}`` one identifier-like token (``bf16``,
@@ -39,6 +43,11 @@ _PUNCT_AFTER_CJK = re.compile(rf"(?<=[{_CJK}])([:;,])(?: |$)")
 _PUNCT_BEFORE_CJK = re.compile(rf"([:;,]) (?=[{_CJK}])")
 _SPACE_BEFORE_PAREN = re.compile(r" +（")
 _SPACE_AFTER_PAREN = re.compile(rf"） +(?=[{_CJK}])")
+#: a pair of ASCII parentheses around Chinese text (innermost first) becomes a full-width pair
+_PAREN_AROUND_CJK = re.compile(rf" ?\(([^()]*[{_CJK}][^()]*)\)")
+#: "path: message": in a Chinese sentence every ": " is the full-width colon (never inside a number, URL or time)
+_COLON_SPACE = re.compile(r"(?<=\S): ")
+_HAS_CJK = re.compile(rf"[{_CJK}]")
 
 
 @dataclass(frozen=True)
@@ -154,8 +163,20 @@ def _full_width(text: str) -> str:
     text = text.replace("; ", "；")  # the core's clause separator (never inside a number or an identifier)
     text = _PUNCT_AFTER_CJK.sub(lambda m: _PUNCT[m.group(1)], text)
     text = _PUNCT_BEFORE_CJK.sub(lambda m: _PUNCT[m.group(1)], text)
+    while True:
+        paired = _PAREN_AROUND_CJK.sub(r"（\1）", text)
+        if paired == text:
+            break
+        text = paired
+    if _HAS_CJK.search(text):
+        text = _COLON_SPACE.sub("：", text)
     text = _SPACE_BEFORE_PAREN.sub("（", text)
     return _SPACE_AFTER_PAREN.sub("）", text)
+
+
+#: the files of one language's table, merged into one (``<lang>.core.json``, then ``<lang>.services.json``): the
+#: core's texts, and those of the services and storage layers (Hub, NVML, local files, the library)
+TABLE_PARTS = ("core", "services")
 
 
 @cache
@@ -163,12 +184,20 @@ def translator(lang: str) -> Translator | None:
     """The core-text table of ``lang`` (None for English or a language without one)."""
     if lang == "en":
         return None
-    path = i18n_dir() / f"{lang}.core.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return Translator(data) if isinstance(data, dict) else None
+    merged: dict[str, dict[str, str]] = {}
+    for part in TABLE_PARTS:
+        try:
+            data = json.loads((i18n_dir() / f"{lang}.{part}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            if part == TABLE_PARTS[0]:
+                return None
+            continue
+        if not isinstance(data, dict):
+            return None
+        for table, entries in data.items():
+            if isinstance(entries, dict):
+                merged.setdefault(table, {}).update(entries)
+    return Translator(merged)
 
 
 @lru_cache(maxsize=4096)
@@ -194,4 +223,4 @@ def localize_name(text: str, lang: str | None = None) -> str:
     return text if t is None else t.name(text)
 
 
-__all__ = ["Translator", "localize", "localize_name", "translator"]
+__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "translator"]

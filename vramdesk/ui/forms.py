@@ -7,6 +7,8 @@ what it changes in memory.
 
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -29,6 +31,7 @@ from vramdesk.core.scenario import MAX_TOKENS
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.nvml import DetectionResult
 
+from .core_text import localize
 from .i18n import tr
 from .presenter import (
     ADAPTER_DTYPES,
@@ -655,7 +658,7 @@ class WorkloadForm(QWidget):
                 "<b>"
                 + tr("No NVIDIA GPU detected — choose the GPUs to plan for")
                 + "</b>"
-                + (f"<br>({result.reason})" if result.reason else "")
+                + (f"<br>{html.escape(localize(f'({result.reason})'))}" if result.reason else "")
             )
         else:
             lines = []
@@ -671,6 +674,8 @@ class WorkloadForm(QWidget):
                     + tr("free")
                     + (f"<br>&nbsp;&nbsp;{tr('other processes')}: {others}" if others else "")
                 )
+            if result.reason:  # some GPUs answered, others not
+                lines.append(f"<i>{html.escape(localize(result.reason))}</i>")
             self.detected_label.setText("<br>".join(lines))
 
     def refresh_units(self) -> None:

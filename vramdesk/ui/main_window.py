@@ -852,7 +852,7 @@ class MainWindow(QMainWindow):
         self.scenario_label.setText(tr("the charts still show the last estimate"))
 
     def _show_warnings(self, warnings: list[str]) -> None:
-        lines = ([self._notice] if self._notice else []) + [localize(w) for w in warnings]
+        lines = ([localize(self._notice)] if self._notice else []) + [localize(w) for w in warnings]
         self.warnings_label.setVisible(bool(lines))
         self.warnings_label.setText("<br>".join(f"&#9888;&nbsp;{html.escape(w)}" for w in lines))
 
@@ -999,7 +999,7 @@ class MainWindow(QMainWindow):
         try:
             entry = read_entry(Path(path))
         except (ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return False
         self.library_entry_id = None
         if entry.note:
@@ -1018,7 +1018,7 @@ class MainWindow(QMainWindow):
         try:
             return scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
         except ValueError as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return None
 
     def save_to_library(self, name: str | None = None, *, as_new: bool = False) -> str | None:
@@ -1039,7 +1039,7 @@ class MainWindow(QMainWindow):
                         return None
                 entry = self.library.save(scenario, name=name)
         except (LibraryError, ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return None
         self.library_entry_id = entry.id
         self._scenario = entry.scenario
@@ -1089,7 +1089,7 @@ class MainWindow(QMainWindow):
         try:
             out = self.export_current(fmt, Path(name))
         except (ValueError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return
         self.statusBar().showMessage(tr("Saved") + f" {out}", 4000)
 
@@ -1129,7 +1129,7 @@ class MainWindow(QMainWindow):
         try:
             write_autosave(scenario)
         except OSError as err:
-            self.statusBar().showMessage(tr("Autosave failed:") + f" {err}", 6000)
+            self.statusBar().showMessage(tr("Autosave failed:") + " " + localize(str(err)), 6000)
 
     def offer_restore(self, ask: bool = True) -> bool:
         """After a crash (an autosave is left): offer to restore that work. True when it was restored."""
@@ -1158,7 +1158,7 @@ class MainWindow(QMainWindow):
             scenario = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
             save_scenario(scenario, path)
         except (ValueError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", str(err))
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return False
         self.statusBar().showMessage(tr("Saved") + f" {path}", 4000)
         return True
