@@ -93,6 +93,7 @@ WHITELIST = frozenset(
         "Adam",
         "adamw",
         "adamw-fused",
+        "adamw-forloop",
         "sgd",
         "lion",
         "Adafactor",
@@ -215,7 +216,17 @@ INFERENCE = [
 FINETUNE = [
     S(Q4, "H100 SXM", kind="finetune", method=method, optimizer=opt)
     for method in ("full", "lora", "qlora")
-    for opt in ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion")
+    for opt in (
+        "adamw",
+        "adamw-fused",
+        "adamw-forloop",
+        "adamw-8bit",
+        "paged-adamw-8bit",
+        "paged-adamw-32bit",
+        "sgd",
+        "adafactor",
+        "lion",
+    )
 ] + [
     S(Q4, "RTX 4090", kind="finetune", method="full", precision=p, grad_checkpointing=False)
     for p in ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")

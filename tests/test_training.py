@@ -390,3 +390,17 @@ def test_tensor_parallel_splits_attention_and_mlp_activations_but_not_the_norms(
     h, tokens, layers = 4096, 4096, 32
     assert two == pytest.approx(one / 2 + layers * 16 * h * tokens / 2, rel=0.02)
     assert "norms and residual" in next(c.explain for c in est.components if c.name == "activations")
+
+
+def test_forloop_and_paged_32bit_adamw() -> None:
+    foreach = train(LLAMA, method="full", optimizer="adamw")
+    loop = train(LLAMA, method="full", optimizer="adamw-forloop")
+    paged = train(LLAMA, method="full", optimizer="paged-adamw-32bit")
+    p, largest = 8_030_261_248, 128256 * 4096
+    # same states; the for-loop step holds one tensor's temporary instead of a copy of every state
+    assert _comp(loop, "optimizer step", "optimizer states") == _comp(foreach, "optimizer step", "optimizer states")
+    assert _comp(loop, "optimizer step", "optimizer step temporaries") == largest * 2
+    assert _comp(foreach, "optimizer step", "optimizer step temporaries") == p * 2
+    # bitsandbytes paged 32-bit: fp32 states whatever the training precision, no step temporary
+    assert _comp(paged, "optimizer step", "optimizer states") == 2 * 4 * p
+    assert _comp(paged, "optimizer step", "optimizer step temporaries") == 0

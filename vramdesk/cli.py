@@ -159,7 +159,17 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--optimizer",
         default=None,
-        choices=["adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion"],
+        choices=[
+            "adamw",
+            "adamw-fused",
+            "adamw-forloop",
+            "adamw-8bit",
+            "paged-adamw-8bit",
+            "paged-adamw-32bit",
+            "sgd",
+            "adafactor",
+            "lion",
+        ],
     )
     p.add_argument("--precision", default=None, choices=["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"])
     p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)

@@ -81,7 +81,17 @@ class InferenceWorkload(_Frozen):
 
 
 Method = Literal["full", "lora", "qlora"]
-Optimizer = Literal["adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion"]
+Optimizer = Literal[
+    "adamw",
+    "adamw-fused",
+    "adamw-forloop",
+    "adamw-8bit",
+    "paged-adamw-8bit",
+    "paged-adamw-32bit",
+    "sgd",
+    "adafactor",
+    "lion",
+]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"]
 LoraBias = Literal["none", "all", "lora_only"]
 AdapterDtype = Literal["fp32", "base"]

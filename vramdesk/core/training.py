@@ -276,6 +276,8 @@ _OPT_STATES = {
     "adamw-fused": 2.0,
     "adamw-8bit": 2.0,
     "paged-adamw-8bit": 2.0,
+    "paged-adamw-32bit": 2.0,
+    "adamw-forloop": 2.0,
     "sgd": 1.0,
     "lion": 1.0,
     "adafactor": 0.0,
@@ -311,6 +313,19 @@ def optimizer_bytes(
         )
     if name == "adamw-fused":
         return states, 0, text, "fused AdamW: no step temporaries"
+    if name == "adamw-forloop":
+        # foreach=False: one parameter at a time, so the sqrt temporary is one tensor's worth
+        return states, largest * state_bytes, text, "for-loop AdamW: the sqrt of the largest tensor's second moment"
+    if name == "paged-adamw-32bit":
+        # bitsandbytes keeps the fp32 states in CUDA unified (paged) memory and updates with a fused kernel; the
+        # pages live on the GPU unless memory runs short, when the driver moves them to CPU memory
+        states = round(2 * trainable * 4)
+        return (
+            states,
+            0,
+            "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
+            "fused per-tensor step: none",
+        )
     # sgd / lion (foreach): one parameter-sized temporary
     return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
 

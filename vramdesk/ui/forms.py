@@ -76,6 +76,8 @@ TIPS: dict[str, str] = {
     "adamw-fused": "Fused AdamW: two fp32 states, no extra copy during the step",
     "adamw-8bit": "bitsandbytes 8-bit AdamW: two 8-bit states with block-wise scales",
     "paged-adamw-8bit": "8-bit AdamW with states that can page out to CPU memory",
+    "paged-adamw-32bit": "bitsandbytes paged AdamW: two fp32 states that can page out to CPU memory",
+    "adamw-forloop": "AdamW with foreach=False: one parameter at a time, a temporary the size of one tensor",
     "sgd": "SGD with momentum: one state per trainable parameter",
     "adafactor": "Adafactor: factored second moments, much smaller than Adam's",
     "lion": "Lion: one momentum state per trainable parameter",

@@ -43,7 +43,17 @@ WEIGHT_FORMATS: tuple[str, ...] = (
 KV_DTYPES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8", "q8_0", "q4_0")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
 METHODS: tuple[str, ...] = ("lora", "qlora", "full")
-OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw-8bit", "sgd", "adafactor", "lion")
+OPTIMIZERS: tuple[str, ...] = (
+    "adamw",
+    "adamw-fused",
+    "adamw-forloop",
+    "adamw-8bit",
+    "paged-adamw-8bit",
+    "paged-adamw-32bit",
+    "sgd",
+    "adafactor",
+    "lion",
+)
 PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")
 OFFLOADS: tuple[str, ...] = ("none", "optimizer", "params")
 #: peft modules_to_save kinds the form offers (the core's normalised names), in the order the form writes them
