@@ -347,7 +347,7 @@ def test_vllm_tensor_and_pipeline_parallel_shard_weights_and_kv() -> None:
 
 def test_device_map_max_memory_fills_gpus_in_order_then_spills_to_cpu_and_disk() -> None:
     from vramdesk.core.dtypes import parse_weight_format
-    from vramdesk.core.inference import place_weights
+    from vramdesk.core.parallel import place_weights
 
     cat = default_catalog()
     model = "Qwen/Qwen3-8B"

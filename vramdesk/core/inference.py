@@ -15,6 +15,7 @@ from . import constants as K
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB, GpuSpec
 from .kv import KvPlan, plan_kv
+from .parallel import place_weights, split_layers
 from .result import Component, EngineInfo, Phase
 from .scenario import InferenceWorkload
 from .weights import WeightBytes
@@ -190,105 +191,6 @@ def _gptq_scratch(ctx: Context) -> list[Component]:
             ),
         )
     ]
-
-
-def split_layers(n_layers: int, n_gpus: int) -> list[range]:
-    """Contiguous layer ranges per GPU, as accelerate's balanced ``device_map="auto"`` assigns them."""
-    n_gpus = max(1, min(n_gpus, n_layers))
-    base, extra = divmod(n_layers, n_gpus)
-    out, start = [], 0
-    for g in range(n_gpus):
-        size = base + (1 if g < extra else 0)
-        out.append(range(start, start + size))
-        start += size
-    return out
-
-
-@dataclass(frozen=True)
-class Slot:
-    """What one GPU holds in a device_map: decoder layers, and whether the embedding and the lm_head."""
-
-    layers: tuple[int, ...]
-    embed: bool
-    head: bool
-
-
-@dataclass(frozen=True)
-class Placement:
-    """accelerate's device_map: the GPUs' slots, then what spilled to CPU memory and to disk."""
-
-    gpus: tuple[Slot, ...]
-    cpu: Slot = Slot((), False, False)
-    disk: Slot = Slot((), False, False)
-    cpu_bytes: int = 0
-    disk_bytes: int = 0
-    #: the largest module stored off the GPUs (moved to the first GPU for its forward)
-    largest_offloaded: int = 0
-
-    @property
-    def spilled(self) -> bool:
-        return bool(self.cpu.layers or self.disk.layers or self.cpu.embed or self.cpu.head or self.disk.head)
-
-
-def place_weights(w: WeightBytes, n_layers: int, n_gpus: int, cap: int | None, cpu_cap: int | None) -> Placement:
-    """Layers over GPUs as accelerate's ``device_map="auto"`` places them: a balanced split when every GPU's
-    share fits its ``max_memory`` (``cap``), else GPUs filled in order, then CPU memory (up to ``cpu_cap``),
-    then disk; when anything spills, the first GPU keeps room for the largest layer, which offloaded layers
-    borrow for their forward (accelerate's main-device reserve)."""
-    embed_b = w.embedding + w.other
-    ranges = split_layers(n_layers, n_gpus)
-
-    def share(g: int, r: range) -> int:
-        return (
-            sum(w.per_layer.get(i, 0) for i in r) + (embed_b if g == 0 else 0) + (w.head if g == len(ranges) - 1 else 0)
-        )
-
-    if cap is None or all(share(g, r) <= cap for g, r in enumerate(ranges)):
-        return Placement(tuple(Slot(tuple(r), g == 0, g == len(ranges) - 1) for g, r in enumerate(ranges)))
-    modules: list[tuple[int | str, int]] = [
-        ("embed", embed_b),
-        *((i, w.per_layer.get(i, 0)) for i in range(n_layers)),
-        ("head", w.head),
-    ]
-    largest = max([w.per_layer.get(i, 0) for i in range(n_layers)] + [w.head])
-
-    def fill(reserve: int) -> Placement:
-        where: dict[int | str, str | int] = {}
-        used = [0] * n_gpus
-        g = 0
-        cpu_used = disk_used = 0
-        off = False
-        for key, size in modules:
-            while not off and g < n_gpus and used[g] + size > cap - (reserve if g == 0 else 0):
-                g += 1
-            if not off and g < n_gpus:
-                where[key] = g
-                used[g] += size
-                continue
-            off = True
-            if cpu_cap is None or (cpu_used + size <= cpu_cap and disk_used == 0):
-                where[key], cpu_used = "cpu", cpu_used + size
-            else:
-                where[key], disk_used = "disk", disk_used + size
-
-        def slot(dev: str | int) -> Slot:
-            return Slot(
-                tuple(i for i in range(n_layers) if where[i] == dev), where["embed"] == dev, where["head"] == dev
-            )
-
-        gpus = tuple(slot(d) for d in range(n_gpus) if any(v == d for v in where.values()))
-        offloaded = [size for key, size in modules if where[key] in ("cpu", "disk")]
-        return Placement(
-            gpus or (Slot((), False, False),),
-            slot("cpu"),
-            slot("disk"),
-            cpu_used,
-            disk_used,
-            max(offloaded, default=0),
-        )
-
-    first = fill(0)
-    return fill(largest) if first.spilled else first
 
 
 def _transformers_gpu(

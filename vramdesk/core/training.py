@@ -12,20 +12,28 @@ The model follows the tensor-level trace of real Hugging Face code (``shared/res
   s² terms, and the loss head's 12 x b x s x V bytes of fp32 log-softmax and gradients.
 
 Peak = max(W + S + A + loss head, W + S + G, W + G + S + T_optimizer) on one GPU; sharding (ZeRO, FSDP,
-TP, PP) and offload divide the terms per GPU (see :func:`shard`).
+TP, PP) and offload divide the terms per GPU (:mod:`vramdesk.core.parallel`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import ceil
+from math import ceil, prod
 from typing import TYPE_CHECKING
 
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .dtypes import FormatError, parse_weight_format
 from .gpu import GIB, MIB
-from .inference import split_layers
 from .inventory import Tensor
+from .parallel import (
+    ModelStates,
+    comm_buckets,
+    deepspeed_states,
+    gathered_layers,
+    pipeline_stages,
+    place_states,
+    shards,
+)
 from .result import Category, Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
 
@@ -294,7 +302,7 @@ def optimizer_bytes(
         return states, 0, "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax", "fused per-tensor step: none"
     if name == "adafactor":
         factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
-        states = 4 * factored + 4 * max(0, trainable - sum(_numel(s) for s in matrices))
+        states = 4 * factored + 4 * max(0, trainable - sum(prod(s) for s in matrices))
         return (
             states,
             2 * largest * 4,
@@ -328,13 +336,6 @@ def optimizer_bytes(
         )
     # sgd / lion (foreach): one parameter-sized temporary
     return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 # ------------------------------------------------------------------------------------------ the run
@@ -504,71 +505,39 @@ def training_phases(
         )
 
     # --- sharding and offload (per GPU)
-    n = max(1, gpu_count)
-    tp, pp = par.tp, par.pp
-    dp = max(1, n // (tp * pp))
-    # FSDP: full shard splits everything over the data-parallel ranks; shard-grad-op keeps whole parameters
-    # (like ZeRO-2); hybrid shards inside one machine and replicates across machines
-    fsdp_dp = dp
-    if par.fsdp and par.fsdp_strategy == "hybrid":
-        fsdp_dp = max(1, min(dp, (gpus_per_node or n) // (tp * pp)))
-    shard_w = par.zero == 3 or (par.fsdp and par.fsdp_strategy != "shard-grad-op")
-    w_div = tp * pp * (fsdp_dp if par.fsdp and shard_w else dp if shard_w else 1)
-    g_div = tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 2 else 1)
-    s_div = tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 1 else 1)
-    host = float(acts.host)
-    notes = []
+    sh = shards(par, gpu_count, gpus_per_node)
+    tp, pp = sh.tp, sh.pp
     if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
-        # DeepSpeed's mixed precision (fp16 and bf16 alike): 16-bit working parameters and gradients, an fp32
-        # master copy, Adam's two fp32 moments and an fp32 gradient partition. Split as DeepSpeed's own
-        # estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-2 keeps 2 B params + 2 B grads
-        # per parameter on every GPU and shards 16 B; ZeRO-3 shards all 18 B; ZeRO-1 shards the 12 B of states
-        p_all = all_params
-        base_bytes, grads = 2 * p_all, 2 * p_all
-        states, temp = 12 * p_all, 0
-        s_text = "DeepSpeed mixed precision: fp32 master weights + Adam moments (12 B/param), sharded"
-        t_text = "DeepSpeed's fused Adam step: no step temporaries"
-        states += 4 * p_all  # the fp32 gradient partition the optimizer reads
-        s_text = "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
-        if par.zero == 3:
-            grads, states = 4 * p_all, 12 * p_all  # DeepSpeed's ZeRO-3 estimator: 18 B/param, all sharded
-            s_text = "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
-        w_explain = f"{p_all:,} parameters x 2 B (DeepSpeed's 16-bit working copy)"
-        g_div = tp * pp * (dp if par.zero == 3 else 1)
-    base_bytes += vision_frozen
-    if vision_frozen:
-        notes.append(f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
-    w_gpu = (base_bytes + adapter_bytes) / w_div
-    g_gpu = grads / g_div
-    s_gpu = states / s_div
-    t_gpu = temp / s_div
-    if par.offload in ("optimizer", "params"):
-        host += states / s_div + (grads / g_div if par.zero or par.fsdp else 0)
-        s_gpu = 0
-        t_gpu = 0
-        notes.append("optimizer states (and the step) on the CPU")
-    if par.offload == "params":
-        host += (base_bytes + adapter_bytes) / w_div
-        w_gpu = 0
-        notes.append("parameters on the CPU, gathered layer by layer")
-    gathered = 0
-    if shard_w or par.offload == "params":
-        layer_max = max(facts.weights(parse_weight_format("bf16"), frozenset({"text"})).per_layer.values(), default=0)
-        gathered = 2 * layer_max  # the current layer and the prefetched next one, unsharded
-    buckets = 0
-    bucket_text = "DDP / FSDP gradient buckets (25 MB each, two in flight)"
-    if par.zero:
-        # DeepSpeed's contiguous gradient bucket (ipg buffer) of reduce_bucket_size elements, a second one with
-        # overlap_comm; it exists on a single GPU too
-        size = par.zero_bucket or 500_000_000
-        overlap = par.zero_overlap_comm if par.zero_overlap_comm is not None else par.zero == 3
-        count = 2 if overlap and par.zero < 3 else 1
-        buckets = size * (4 if work.precision == "fp32" else 2) * count
-        bucket_text = f"DeepSpeed gradient bucket{'s' if count > 1 else ''}: reduce_bucket_size {size:,} elements" + (
-            " x 2 (overlap_comm)" if count > 1 else ""
+        ds = deepspeed_states(all_params, par.zero)
+        model = ModelStates(
+            weights=ds.weights + vision_frozen,
+            grads=ds.grads,
+            states=ds.states,
+            temp=ds.temp,
+            weights_text=ds.weights_text,
+            states_text=ds.states_text,
+            temp_text=ds.temp_text,
+            grads_sharded=ds.grads_sharded,
         )
-    elif n > 1:
-        buckets = 2 * 25 * MIB if not par.fsdp else 4 * 25 * MIB
+    else:
+        model = ModelStates(
+            weights=base_bytes + adapter_bytes + vision_frozen,
+            grads=grads,
+            states=states,
+            temp=temp,
+            weights_text=w_explain,
+            states_text=s_text,
+            temp_text=t_text,
+        )
+    grads = round(model.grads)
+    per = place_states(model, sh, par)
+    if vision_frozen:
+        per.notes.insert(0, f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
+    w_gpu, g_gpu, s_gpu, t_gpu = per.weights, per.grads, per.states, per.temp
+    host = float(acts.host) + per.host
+    g_div = sh.grads if model.grads_sharded else sh.tp * sh.pp
+    gathered = gathered_layers(facts, sh, par)
+    buckets, bucket_text = comm_buckets(par, sh, work.precision)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
     # the same activation bytes as one micro-batch through every layer
     a_gpu = acts.total
@@ -577,16 +546,12 @@ def training_phases(
     def comp(name: str, value: float, cat: Category, explain: str) -> Component:
         return Component(name=name, bytes=round(value), category=cat, explain=explain)
 
-    shard_note = ""
-    if n > 1:
-        shard_note = (
-            f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
-            + (f", ZeRO-{par.zero}" if par.zero else "")
-            + (f", FSDP {par.fsdp_strategy}" if par.fsdp else "")
-            + ")"
-        )
-    c_weights = comp("weights", w_gpu, "weights", w_explain + shard_note + (f"; {', '.join(notes)}" if notes else ""))
-    c_states = comp("optimizer states", s_gpu, "optimizer", s_text + shard_note)
+    shard_note = sh.note
+    notes = per.notes
+    c_weights = comp(
+        "weights", w_gpu, "weights", model.weights_text + shard_note + (f"; {', '.join(notes)}" if notes else "")
+    )
+    c_states = comp("optimizer states", s_gpu, "optimizer", model.states_text + shard_note)
     c_grads = comp(
         "gradients",
         g_gpu,
@@ -609,7 +574,7 @@ def training_phases(
         "logits",
         "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax",
     )
-    c_temp = comp("optimizer step temporaries", t_gpu, "optimizer", t_text)
+    c_temp = comp("optimizer step temporaries", t_gpu, "optimizer", model.temp_text)
     extra = []
     if gathered:
         extra.append(
@@ -704,7 +669,7 @@ def training_phases(
         warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
     stages: list[list[Phase]] = []
     if pp > 1:
-        stages = _pipeline_stages(facts, phases, pp, work.grad_accum)
+        stages = pipeline_stages(facts, phases, pp, work.grad_accum)
         if work.grad_accum < pp:
             warnings.append(
                 f"pipeline parallel {pp} with {work.grad_accum} micro-batch(es) per step: the pipeline is mostly "
@@ -715,7 +680,7 @@ def training_phases(
         trainable=trained,
         host_bytes=round(host),
         warnings=warnings,
-        gpus=n,
+        gpus=sh.n,
         stages=stages,
     )
 
@@ -741,47 +706,3 @@ def _saved_modules(
         biases = [t for t in biases if t.name.removesuffix(".bias") in adapted]
     bias_params = sum(t.numel for t in biases) if work.lora_bias != "none" else 0
     return saved, bias_params
-
-
-def _pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batches: int) -> list[list[Phase]]:
-    """Per stage (1F1B): stage s holds its share of the layers (stage 0 also the embedding, the last one the
-    lm_head) and min(pp - s, micro-batches) micro-batches of activations in flight; only the last stage
-    computes the logits and the loss. The uniform phases describe 1/pp of the parameters and stage 0's
-    activations; this scales them per stage."""
-    layout = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
-    n_layers = facts.arch.n_layers
-    total = max(1, layout.total)
-    shares = []
-    for s, layers in enumerate(split_layers(n_layers, pp)):
-        part = sum(layout.per_layer.get(i, 0) for i in layers)
-        part += (layout.embedding + layout.other) if s == 0 else 0
-        part += layout.head if s == pp - 1 else 0
-        shares.append(part / total)
-    out = []
-    for s, share in enumerate(shares):
-        in_flight = min(pp - s, max(1, micro_batches))
-        scaled = []
-        for phase in phases:
-            comps = []
-            for c in phase.components:
-                if c.category in ("weights", "gradients", "optimizer") and c.name != "gathered layer parameters":
-                    comps.append(c.model_copy(update={"bytes": round(c.bytes * share * pp)}))
-                elif c.name == "activations":
-                    value = round(c.bytes * in_flight / pp)
-                    comps.append(
-                        c.model_copy(
-                            update={
-                                "bytes": value,
-                                "explain": f"{c.explain}; pipeline stage {s}: 1/{pp} of the layers, "
-                                f"{in_flight} micro-batch(es) in flight (1F1B)",
-                            }
-                        )
-                    )
-                elif c.category == "logits":
-                    if s == pp - 1:
-                        comps.append(c)
-                else:
-                    comps.append(c)
-            scaled.append(Phase(name=phase.name, components=tuple(comps)))
-        out.append(scaled)
-    return out

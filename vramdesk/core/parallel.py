@@ -1,0 +1,321 @@
+"""Several GPUs and machines: how model states, layers and weights are divided between them.
+
+Training: :func:`shards` turns the parallelism (data / tensor / pipeline parallel, ZeRO, FSDP strategies, nodes)
+into the divisor of each model-state term; :func:`deepspeed_states` counts DeepSpeed's mixed-precision model
+states as its own estimators do; :func:`place_states` applies the divisors and CPU offload (per GPU, plus
+the host RAM offload needs); :func:`comm_buckets` and :func:`gathered_layers` are the extra buffers; and
+:func:`pipeline_stages` gives each pipeline stage its share. Inference: :func:`split_layers` and
+:func:`place_weights` are accelerate's ``device_map="auto"`` (balanced, or ``max_memory`` with spill to CPU memory
+and disk), also used for llama.cpp's layer split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .dtypes import parse_weight_format
+from .gpu import MIB
+from .result import Phase
+from .scenario import Parallelism
+
+if TYPE_CHECKING:
+    from .estimate import ModelFacts
+    from .weights import WeightBytes
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+@dataclass(frozen=True)
+class Shards:
+    """How one training run divides its model states: the divisor of each term, per GPU."""
+
+    n: int
+    dp: int
+    tp: int
+    pp: int
+    weights: int
+    grads: int
+    states: int
+    #: parameters sharded at rest (ZeRO-3, FSDP full / hybrid): each layer is gathered when it runs
+    gathers: bool
+    #: "; per GPU with 8 GPUs (dp 8 x tp 1 x pp 1, ZeRO-3)", empty on one GPU
+    note: str
+
+
+def shards(par: Parallelism, gpu_count: int, gpus_per_node: int | None = None) -> Shards:
+    """Data parallel shards what ZeRO / FSDP say; tensor and pipeline parallel divide everything. FSDP full shard
+    splits parameters, gradients and states; shard-grad-op keeps whole parameters (like ZeRO-2); hybrid shards
+    inside one machine (``gpus_per_node``) and replicates across machines."""
+    n = max(1, gpu_count)
+    tp, pp = par.tp, par.pp
+    dp = max(1, n // (tp * pp))
+    fsdp_dp = dp
+    if par.fsdp and par.fsdp_strategy == "hybrid":
+        fsdp_dp = max(1, min(dp, (gpus_per_node or n) // (tp * pp)))
+    gathers = par.zero == 3 or (par.fsdp and par.fsdp_strategy != "shard-grad-op")
+    note = ""
+    if n > 1:
+        note = (
+            f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
+            + (f", ZeRO-{par.zero}" if par.zero else "")
+            + (f", FSDP {par.fsdp_strategy}" if par.fsdp else "")
+            + ")"
+        )
+    return Shards(
+        n=n,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        weights=tp * pp * (fsdp_dp if par.fsdp and gathers else dp if gathers else 1),
+        grads=tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 2 else 1),
+        states=tp * pp * (fsdp_dp if par.fsdp else dp if par.zero >= 1 else 1),
+        gathers=gathers,
+        note=note,
+    )
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Whole-model bytes of a run's model states (before sharding), with what each is."""
+
+    weights: float
+    grads: float
+    states: float
+    temp: float
+    weights_text: str
+    states_text: str
+    temp_text: str
+    #: False where DeepSpeed's ZeRO-2 estimator keeps the 16-bit gradients whole on every GPU
+    grads_sharded: bool = True
+
+
+def deepspeed_states(params: int, zero: int) -> ModelStates:
+    """DeepSpeed's mixed precision (fp16 and bf16 alike) for a full fine-tune with Adam: 16-bit working parameters
+    and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition, split as DeepSpeed's own
+    estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-1/2 keep 2 B of parameters and 2 B of
+    gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B."""
+    if zero == 3:
+        return ModelStates(
+            weights=2 * params,
+            grads=4 * params,
+            states=12 * params,
+            temp=0,
+            weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
+            states_text="DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded",
+            temp_text="DeepSpeed's fused Adam step: no step temporaries",
+        )
+    return ModelStates(
+        weights=2 * params,
+        grads=2 * params,
+        states=16 * params,
+        temp=0,
+        weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
+        states_text="DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded",
+        temp_text="DeepSpeed's fused Adam step: no step temporaries",
+        grads_sharded=False,
+    )
+
+
+@dataclass
+class PerGpu:
+    """Model states on one GPU, the host RAM offload takes, and what moved."""
+
+    weights: float
+    grads: float
+    states: float
+    temp: float
+    host: float
+    notes: list[str] = field(default_factory=list)
+
+
+def place_states(m: ModelStates, sh: Shards, par: Parallelism) -> PerGpu:
+    """Divide the model states per GPU and move what ``par.offload`` sends to CPU memory."""
+    grads_div = sh.grads if m.grads_sharded else sh.tp * sh.pp
+    out = PerGpu(
+        weights=m.weights / sh.weights,
+        grads=m.grads / grads_div,
+        states=m.states / sh.states,
+        temp=m.temp / sh.states,
+        host=0.0,
+    )
+    if par.offload in ("optimizer", "params"):
+        out.host += m.states / sh.states + (m.grads / grads_div if par.zero or par.fsdp else 0)
+        out.states = out.temp = 0
+        out.notes.append("optimizer states (and the step) on the CPU")
+    if par.offload == "params":
+        out.host += m.weights / sh.weights
+        out.weights = 0
+        out.notes.append("parameters on the CPU, gathered layer by layer")
+    return out
+
+
+def gathered_layers(facts: ModelFacts, sh: Shards, par: Parallelism) -> int:
+    """Sharded or offloaded parameters: the current and the prefetched layer, whole, in 16 bits."""
+    if not (sh.gathers or par.offload == "params"):
+        return 0
+    layout = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
+    return 2 * max(layout.per_layer.values(), default=0)
+
+
+def comm_buckets(par: Parallelism, sh: Shards, precision: str) -> tuple[int, str]:
+    """Gradient communication buffers: DeepSpeed's contiguous bucket(s) of reduce_bucket_size elements (a second
+    with overlap_comm; on one GPU too), or DDP / FSDP's 25 MB buckets with several GPUs."""
+    if par.zero:
+        size = par.zero_bucket or 500_000_000
+        overlap = par.zero_overlap_comm if par.zero_overlap_comm is not None else par.zero == 3
+        count = 2 if overlap and par.zero < 3 else 1
+        text = f"DeepSpeed gradient bucket{'s' if count > 1 else ''}: reduce_bucket_size {size:,} elements" + (
+            " x 2 (overlap_comm)" if count > 1 else ""
+        )
+        return size * (4 if precision == "fp32" else 2) * count, text
+    if sh.n > 1:
+        return (2 if not par.fsdp else 4) * 25 * MIB, "DDP / FSDP gradient buckets (25 MB each, two in flight)"
+    return 0, ""
+
+
+def pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batches: int) -> list[list[Phase]]:
+    """Per stage (1F1B): stage s holds its share of the layers (stage 0 also the embedding, the last one the
+    lm_head) and min(pp - s, micro-batches) micro-batches of activations in flight; only the last stage
+    computes the logits and the loss. The uniform phases describe 1/pp of the parameters and stage 0's
+    activations; this scales them per stage."""
+    layout = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
+    n_layers = facts.arch.n_layers
+    total = max(1, layout.total)
+    shares = []
+    for s, layers in enumerate(split_layers(n_layers, pp)):
+        part = sum(layout.per_layer.get(i, 0) for i in layers)
+        part += (layout.embedding + layout.other) if s == 0 else 0
+        part += layout.head if s == pp - 1 else 0
+        shares.append(part / total)
+    out = []
+    for s, share in enumerate(shares):
+        in_flight = min(pp - s, max(1, micro_batches))
+        scaled = []
+        for phase in phases:
+            comps = []
+            for c in phase.components:
+                if c.category in ("weights", "gradients", "optimizer") and c.name != "gathered layer parameters":
+                    comps.append(c.model_copy(update={"bytes": round(c.bytes * share * pp)}))
+                elif c.name == "activations":
+                    value = round(c.bytes * in_flight / pp)
+                    comps.append(
+                        c.model_copy(
+                            update={
+                                "bytes": value,
+                                "explain": f"{c.explain}; pipeline stage {s}: 1/{pp} of the layers, "
+                                f"{in_flight} micro-batch(es) in flight (1F1B)",
+                            }
+                        )
+                    )
+                elif c.category == "logits":
+                    if s == pp - 1:
+                        comps.append(c)
+                else:
+                    comps.append(c)
+            scaled.append(Phase(name=phase.name, components=tuple(comps)))
+        out.append(scaled)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ inference
+
+
+def split_layers(n_layers: int, n_gpus: int) -> list[range]:
+    """Contiguous layer ranges per GPU, as accelerate's balanced ``device_map="auto"`` assigns them."""
+    n_gpus = max(1, min(n_gpus, n_layers))
+    base, extra = divmod(n_layers, n_gpus)
+    out, start = [], 0
+    for g in range(n_gpus):
+        size = base + (1 if g < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one GPU holds in a device_map: decoder layers, and whether the embedding and the lm_head."""
+
+    layers: tuple[int, ...]
+    embed: bool
+    head: bool
+
+
+@dataclass(frozen=True)
+class Placement:
+    """accelerate's device_map: the GPUs' slots, then what spilled to CPU memory and to disk."""
+
+    gpus: tuple[Slot, ...]
+    cpu: Slot = Slot((), False, False)
+    disk: Slot = Slot((), False, False)
+    cpu_bytes: int = 0
+    disk_bytes: int = 0
+    #: the largest module stored off the GPUs (moved to the first GPU for its forward)
+    largest_offloaded: int = 0
+
+    @property
+    def spilled(self) -> bool:
+        return bool(self.cpu.layers or self.disk.layers or self.cpu.embed or self.cpu.head or self.disk.head)
+
+
+def place_weights(w: WeightBytes, n_layers: int, n_gpus: int, cap: int | None, cpu_cap: int | None) -> Placement:
+    """Layers over GPUs as accelerate's ``device_map="auto"`` places them: a balanced split when every GPU's
+    share fits its ``max_memory`` (``cap``), else GPUs filled in order, then CPU memory (up to ``cpu_cap``),
+    then disk; when anything spills, the first GPU keeps room for the largest layer, which offloaded layers
+    borrow for their forward (accelerate's main-device reserve)."""
+    embed_b = w.embedding + w.other
+    ranges = split_layers(n_layers, n_gpus)
+
+    def share(g: int, r: range) -> int:
+        return (
+            sum(w.per_layer.get(i, 0) for i in r) + (embed_b if g == 0 else 0) + (w.head if g == len(ranges) - 1 else 0)
+        )
+
+    if cap is None or all(share(g, r) <= cap for g, r in enumerate(ranges)):
+        return Placement(tuple(Slot(tuple(r), g == 0, g == len(ranges) - 1) for g, r in enumerate(ranges)))
+    modules: list[tuple[int | str, int]] = [
+        ("embed", embed_b),
+        *((i, w.per_layer.get(i, 0)) for i in range(n_layers)),
+        ("head", w.head),
+    ]
+    largest = max([w.per_layer.get(i, 0) for i in range(n_layers)] + [w.head])
+
+    def fill(reserve: int) -> Placement:
+        where: dict[int | str, str | int] = {}
+        used = [0] * n_gpus
+        g = 0
+        cpu_used = disk_used = 0
+        off = False
+        for key, size in modules:
+            while not off and g < n_gpus and used[g] + size > cap - (reserve if g == 0 else 0):
+                g += 1
+            if not off and g < n_gpus:
+                where[key] = g
+                used[g] += size
+                continue
+            off = True
+            if cpu_cap is None or (cpu_used + size <= cpu_cap and disk_used == 0):
+                where[key], cpu_used = "cpu", cpu_used + size
+            else:
+                where[key], disk_used = "disk", disk_used + size
+
+        def slot(dev: str | int) -> Slot:
+            return Slot(
+                tuple(i for i in range(n_layers) if where[i] == dev), where["embed"] == dev, where["head"] == dev
+            )
+
+        gpus = tuple(slot(d) for d in range(n_gpus) if any(v == d for v in where.values()))
+        offloaded = [size for key, size in modules if where[key] in ("cpu", "disk")]
+        return Placement(
+            gpus or (Slot((), False, False),),
+            slot("cpu"),
+            slot("disk"),
+            cpu_used,
+            disk_used,
+            max(offloaded, default=0),
+        )
+
+    first = fill(0)
+    return fill(largest) if first.spilled else first
