@@ -96,25 +96,20 @@ def deepspeed_states(params: int, zero: int) -> ModelStates:
     and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition, split as DeepSpeed's own
     estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-1/2 keep 2 B of parameters and 2 B of
     gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B."""
-    if zero == 3:
-        return ModelStates(
-            weights=2 * params,
-            grads=4 * params,
-            states=12 * params,
-            temp=0,
-            weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
-            states_text="DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded",
-            temp_text="DeepSpeed's fused Adam step: no step temporaries",
-        )
+    three = zero == 3
     return ModelStates(
         weights=2 * params,
-        grads=2 * params,
-        states=16 * params,
+        grads=(4 if three else 2) * params,
+        states=(12 if three else 16) * params,
         temp=0,
         weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
-        states_text="DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded",
+        states_text=(
+            "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
+            if three
+            else "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
+        ),
         temp_text="DeepSpeed's fused Adam step: no step temporaries",
-        grads_sharded=False,
+        grads_sharded=three,
     )
 
 
