@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from i18ncheck import english_left as _english_left
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.performance import PerformanceError, performance
-from vramdesk.core.scenario import Scenario
+from vramdesk.core.scenario import Optimizer, Scenario
 from vramdesk.core.solve import SolveError, maximize, smallest_changes
 from vramdesk.services.catalog import default_catalog
 from vramdesk.ui import core_text, i18n
@@ -216,17 +216,7 @@ INFERENCE = [
 FINETUNE = [
     S(Q4, "H100 SXM", kind="finetune", method=method, optimizer=opt)
     for method in ("full", "lora", "qlora")
-    for opt in (
-        "adamw",
-        "adamw-fused",
-        "adamw-forloop",
-        "adamw-8bit",
-        "paged-adamw-8bit",
-        "paged-adamw-32bit",
-        "sgd",
-        "adafactor",
-        "lion",
-    )
+    for opt in get_args(Optimizer)
 ] + [
     S(Q4, "RTX 4090", kind="finetune", method="full", precision=p, grad_checkpointing=False)
     for p in ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")

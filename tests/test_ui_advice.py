@@ -12,6 +12,7 @@ import re
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from uiwindow import make_window as _open
+from uiwindow import scenario_for, wait_advice
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
@@ -31,18 +32,7 @@ def make_window(qtbot: object, s: Scenario) -> MainWindow:
 
 
 def scenario(model: str = "Qwen/Qwen3-4B", gpu: str = "RTX 4090", **work: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump(mode="json")
-    data["model"] = {"id": model}
-    data["hardware"]["gpu"] = gpu
-    data["workload"].update(work)
-    return Scenario.model_validate(data)
-
-
-def wait_advice(qtbot, w: MainWindow) -> dict:
-    qtbot.waitUntil(
-        lambda: not w._advice_timer.isActive() and not w.advice_runner.busy and bool(w.advice), timeout=10_000
-    )
-    return w.advice
+    return scenario_for(model, gpu, **work)
 
 
 def readout(label) -> int | None:

@@ -18,7 +18,7 @@ import pytest
 from PySide6.QtCore import QLibraryInfo, QSettings, Qt, QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QDialogButtonBox
-from uiwindow import make_window
+from uiwindow import make_window, scenario_for, wait_advice
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.gpu import GIB
@@ -35,18 +35,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def scenario(model: str = "Qwen/Qwen3-14B", gpu: str = "RTX 4090", **work: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump(mode="json")
-    data["model"] = {"id": model}
-    data["hardware"]["gpu"] = gpu
-    data["workload"].update(work)
-    return Scenario.model_validate(data)
-
-
-def wait_advice(qtbot, w: MainWindow) -> dict:
-    qtbot.waitUntil(
-        lambda: not w._advice_timer.isActive() and not w.advice_runner.busy and bool(w.advice), timeout=10_000
-    )
-    return w.advice
+    return scenario_for(model, gpu, **work)
 
 
 def run_settings(w: MainWindow, change: Callable[[SettingsDialog], None]) -> None:

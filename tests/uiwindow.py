@@ -25,3 +25,20 @@ def make_window(qtbot: Any, scenario: Scenario = DEFAULT_SCENARIO, *, wait: bool
     if wait:
         qtbot.waitUntil(lambda: not w.pending, timeout=5000)
     return w
+
+
+def scenario_for(model: str, gpu: str = "RTX 4090", **work: object) -> Scenario:
+    """The default scenario with another model, GPU and workload fields."""
+    data = DEFAULT_SCENARIO.model_dump(mode="json")
+    data["model"] = {"id": model}
+    data["hardware"]["gpu"] = gpu
+    data["workload"].update(work)
+    return Scenario.model_validate(data)
+
+
+def wait_advice(qtbot: Any, w: MainWindow) -> dict:
+    """Wait until the window's advice job (smallest changes, max context) has answered."""
+    qtbot.waitUntil(
+        lambda: not w._advice_timer.isActive() and not w.advice_runner.busy and bool(w.advice), timeout=10_000
+    )
+    return w.advice

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 from pydantic import ValidationError
 
@@ -18,7 +18,21 @@ from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import GIB
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
-from vramdesk.core.scenario import Scenario
+from vramdesk.core.scenario import (
+    AdapterDtype,
+    Attention,
+    Engine,
+    FsdpStrategy,
+    KvDtypeName,
+    LoraBias,
+    Method,
+    Offload,
+    Optimizer,
+    Scenario,
+    SplitMode,
+    TrainPrecision,
+    VisionTower,
+)
 from vramdesk.report.json_report import estimate_to_dict
 from vramdesk.report.tables import level_labels
 from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed
@@ -134,16 +148,16 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         help="plan with the DeepSpeed JSON config the job will launch with (ZeRO stage, offload, precision, "
         "micro-batch, optimizer); options given here win",
     )
-    p.add_argument("--method", choices=["full", "lora", "qlora"], default=None, help="fine-tuning method [lora]")
+    p.add_argument("--method", choices=get_args(Method), default=None, help="fine-tuning method [lora]")
     p.add_argument(
         "--weights",
         default=None,
         help="storage format: auto (the checkpoint's own), fp32, bf16, fp16, fp8, fp8-block, int8, nf4, "
         "nf4-dq, fp4, gptq-int4, gptq-int8, awq-int4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...",
     )
-    p.add_argument("--kv-dtype", default=None, choices=["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"])
-    p.add_argument("--engine", choices=["transformers", "vllm", "llamacpp"], default=None, help="[transformers]")
-    p.add_argument("--attention", choices=["flash", "sdpa", "eager"], default=None, help="[sdpa]")
+    p.add_argument("--kv-dtype", default=None, choices=get_args(KvDtypeName))
+    p.add_argument("--engine", choices=get_args(Engine), default=None, help="[transformers]")
+    p.add_argument("--attention", choices=get_args(Attention), default=None, help="[sdpa]")
     p.add_argument("--batch", type=_positive, default=None, help="sequences decoded together [1]")
     p.add_argument("--input-len", type=_positive, default=None, help="prompt tokens [min(model context, 4096)]")
     p.add_argument("--output-len", type=_nonneg, default=None, help="generated tokens [512]")
@@ -159,19 +173,9 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--optimizer",
         default=None,
-        choices=[
-            "adamw",
-            "adamw-fused",
-            "adamw-forloop",
-            "adamw-8bit",
-            "paged-adamw-8bit",
-            "paged-adamw-32bit",
-            "sgd",
-            "adafactor",
-            "lion",
-        ],
+        choices=get_args(Optimizer),
     )
-    p.add_argument("--precision", default=None, choices=["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"])
+    p.add_argument("--precision", default=None, choices=get_args(TrainPrecision))
     p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument(
         "--checkpoint-every",
@@ -190,14 +194,14 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--vision-tower",
-        choices=["frozen", "trained", "absent"],
+        choices=get_args(VisionTower),
         default=None,
         help="a multimodal model's vision tower: loaded and frozen, trained, or not loaded [frozen]",
     )
-    p.add_argument("--lora-bias", choices=["none", "all", "lora_only"], default=None, help="peft LoRA bias [none]")
+    p.add_argument("--lora-bias", choices=get_args(LoraBias), default=None, help="peft LoRA bias [none]")
     p.add_argument(
         "--adapter-dtype",
-        choices=["fp32", "base"],
+        choices=get_args(AdapterDtype),
         default=None,
         help="adapters in fp32 (peft >= 0.12) or in the base weights' dtype (older peft) [fp32]",
     )
@@ -217,11 +221,11 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument(
         "--fsdp-strategy",
-        choices=["full", "shard-grad-op", "hybrid"],
+        choices=get_args(FsdpStrategy),
         default=None,
         help="FSDP sharding: full, shard-grad-op (like ZeRO-2), hybrid (shard inside a node) [full]",
     )
-    p.add_argument("--offload", choices=["none", "optimizer", "params"], default=None)
+    p.add_argument("--offload", choices=get_args(Offload), default=None)
     p.add_argument(
         "--max-memory-gib",
         type=_positive_float,
@@ -243,7 +247,7 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp [on]")
     p.add_argument(
         "--split-mode",
-        choices=["layer", "row"],
+        choices=get_args(SplitMode),
         default=None,
         help="llama.cpp over several GPUs: layers per GPU, or every matrix split by rows [layer]",
     )

@@ -15,6 +15,7 @@ SCHEMA_VERSION = 1
 Engine = Literal["transformers", "vllm", "llamacpp"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
+SplitMode = Literal["layer", "row"]
 
 #: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
 MAX_TOKENS = 16 * 1024 * 1024
@@ -57,7 +58,7 @@ class LlamaCppOptions(_Frozen):
     swa_full: bool = False
     #: several GPUs: "layer" divides the layers between them (the default); "row" splits every weight matrix by
     #: rows over all of them and keeps the KV cache and the compute buffer on the main GPU
-    split_mode: Literal["layer", "row"] = "layer"
+    split_mode: SplitMode = "layer"
 
 
 class InferenceWorkload(_Frozen):
@@ -97,6 +98,7 @@ LoraBias = Literal["none", "all", "lora_only"]
 AdapterDtype = Literal["fp32", "base"]
 FsdpStrategy = Literal["full", "shard-grad-op", "hybrid"]
 VisionTower = Literal["frozen", "trained", "absent"]
+Offload = Literal["none", "optimizer", "params"]
 
 #: peft ``modules_to_save`` names -> the module kind they train in full ("embed" or "lm_head")
 SAVED_MODULES: dict[str, str] = {
@@ -191,7 +193,7 @@ class Parallelism(_Frozen):
     zero_bucket: int | None = Field(default=None, ge=1, le=10**12)
     #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
     zero_overlap_comm: bool | None = None
-    offload: Literal["none", "optimizer", "params"] = "none"
+    offload: Offload = "none"
 
 
 class Scenario(_Frozen):

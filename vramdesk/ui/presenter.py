@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
 
@@ -16,12 +16,24 @@ from vramdesk.core.estimate import ModelFacts, estimate
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.result import Estimate, Fit
-from vramdesk.core.scenario import FinetuneWorkload, InferenceWorkload, Scenario
+from vramdesk.core.scenario import (
+    AdapterDtype,
+    Engine,
+    FinetuneWorkload,
+    FsdpStrategy,
+    InferenceWorkload,
+    LoraBias,
+    Offload,
+    Optimizer,
+    Scenario,
+    TrainPrecision,
+    VisionTower,
+)
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
 from .theme import component_colors
 
-ENGINES: tuple[str, ...] = ("transformers", "vllm", "llamacpp")
+ENGINES: tuple[str, ...] = get_args(Engine)
 WEIGHT_FORMATS: tuple[str, ...] = (
     "auto",
     "bf16",
@@ -43,25 +55,15 @@ WEIGHT_FORMATS: tuple[str, ...] = (
 KV_DTYPES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8", "q8_0", "q4_0")
 ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
 METHODS: tuple[str, ...] = ("lora", "qlora", "full")
-OPTIMIZERS: tuple[str, ...] = (
-    "adamw",
-    "adamw-fused",
-    "adamw-forloop",
-    "adamw-8bit",
-    "paged-adamw-8bit",
-    "paged-adamw-32bit",
-    "sgd",
-    "adafactor",
-    "lion",
-)
-PRECISIONS: tuple[str, ...] = ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")
-OFFLOADS: tuple[str, ...] = ("none", "optimizer", "params")
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
+OFFLOADS: tuple[str, ...] = get_args(Offload)
 #: peft modules_to_save kinds the form offers (the core's normalised names), in the order the form writes them
 SAVED_MODULE_KINDS: tuple[str, ...] = ("embed", "lm_head")
-LORA_BIASES: tuple[str, ...] = ("none", "all", "lora_only")
-ADAPTER_DTYPES: tuple[str, ...] = ("fp32", "base")
-VISION_TOWERS: tuple[str, ...] = ("frozen", "trained", "absent")
-FSDP_STRATEGIES: tuple[str, ...] = ("full", "shard-grad-op", "hybrid")
+LORA_BIASES: tuple[str, ...] = get_args(LoraBias)
+ADAPTER_DTYPES: tuple[str, ...] = get_args(AdapterDtype)
+VISION_TOWERS: tuple[str, ...] = get_args(VisionTower)
+FSDP_STRATEGIES: tuple[str, ...] = get_args(FsdpStrategy)
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (ValueError, LookupError)
