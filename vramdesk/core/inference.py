@@ -375,27 +375,13 @@ def transformers_run(ctx: Context) -> EngineRun:
         phases, largest = _transformers_gpu(
             ctx,
             slot.layers,
-            slot.embed or (main and (place.cpu.embed or place.disk.embed)),
+            slot.embed,
             slot.head or (main and head_off),
             n_used,
             head_weights=slot.head,
             offloaded=off_layers if main else (),
             transit=place.largest_offloaded if main else 0,
         )
-        if main and (place.cpu.embed or place.disk.embed):
-            # the embedding weights stay off the GPU; only the lookup runs there
-            phases = [
-                Phase(
-                    name=p.name,
-                    components=tuple(
-                        c.model_copy(update={"bytes": c.bytes - ctx.weights.embedding - ctx.weights.other})
-                        if c.name == "weights"
-                        else c
-                        for c in p.components
-                    ),
-                )
-                for p in phases
-            ]
         peak = max(phases, key=lambda p: p.allocated_bytes)
         slack, text = _torch_reserved_slack(ctx, peak, largest, max(1, len(slot.layers)))
         per_gpu.append(phases)

@@ -122,6 +122,8 @@ class PerGpu:
     states: float
     temp: float
     host: float
+    #: what the gradients were divided by (a fresh gradient on this GPU is divided alike)
+    grads_div: int = 1
     notes: list[str] = field(default_factory=list)
 
 
@@ -134,6 +136,7 @@ def place_states(m: ModelStates, sh: Shards, par: Parallelism) -> PerGpu:
         states=m.states / sh.states,
         temp=m.temp / sh.states,
         host=0.0,
+        grads_div=grads_div,
     )
     if par.offload in ("optimizer", "params"):
         out.host += m.states / sh.states + (m.grads / grads_div if par.zero or par.fsdp else 0)

@@ -17,7 +17,7 @@ TP, PP) and offload divide the terms per GPU (:mod:`vramdesk.core.parallel`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil, prod
 from typing import TYPE_CHECKING
 
@@ -451,9 +451,7 @@ def training_phases(
         opt_trainable = trainable
         opt_largest = max((work.lora_rank * t.shape[-1] for t in chosen), default=0)
         act_lin = 0
-        if deepspeed:
-            grads = 2 * (trainable + saved_params + bias_params)
-        elif saved_params + bias_params:
+        if saved_params + bias_params and not deepspeed:
             extra_states, extra_temp, _, _ = optimizer_bytes(
                 work.optimizer,
                 saved_params + bias_params,
@@ -509,16 +507,7 @@ def training_phases(
     tp, pp = sh.tp, sh.pp
     if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
         ds = deepspeed_states(all_params, par.zero)
-        model = ModelStates(
-            weights=ds.weights + vision_frozen,
-            grads=ds.grads,
-            states=ds.states,
-            temp=ds.temp,
-            weights_text=ds.weights_text,
-            states_text=ds.states_text,
-            temp_text=ds.temp_text,
-            grads_sharded=ds.grads_sharded,
-        )
+        model = replace(ds, weights=ds.weights + vision_frozen)
     else:
         model = ModelStates(
             weights=base_bytes + adapter_bytes + vision_frozen,
@@ -535,7 +524,6 @@ def training_phases(
         per.notes.insert(0, f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
     w_gpu, g_gpu, s_gpu, t_gpu = per.weights, per.grads, per.states, per.temp
     host = float(acts.host) + per.host
-    g_div = sh.grads if model.grads_sharded else sh.tp * sh.pp
     gathered = gathered_layers(facts, sh, par)
     buckets, bucket_text = comm_buckets(par, sh, work.precision)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
@@ -645,7 +633,7 @@ def training_phases(
             fresh = (
                 comp(
                     "fresh gradient",
-                    largest_grad / g_div,
+                    largest_grad / per.grads_div,
                     "gradients",
                     f"the newly computed gradient of the largest trainable tensor ({largest_grad:,} B), "
                     "before gradient accumulation adds it to the stored one",
