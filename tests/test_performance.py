@@ -187,3 +187,13 @@ def test_gpu_without_compute_figure() -> None:
     assert p.decode_tokens_per_s is not None and p.prefill_tokens_per_s is None
     with pytest.raises(PerformanceError):
         perf(LLAMA8, "Apple M3 Max", kind="finetune", method="qlora")
+
+
+def test_device_map_spill_to_cpu_memory_makes_decode_pcie_bound() -> None:
+    on_gpu = perf("Qwen/Qwen3-8B", "H100 SXM", kind="inference", input_len=1024, output_len=128)
+    spilled = perf("Qwen/Qwen3-8B", "H100 SXM", kind="inference", input_len=1024, output_len=128, max_memory_gib=8)
+    assert spilled.decode_bound == "host transfer"
+    # about half of 16.4 GB of bf16 weights cross PCIe 4.0 (25 GB/s) every step: a few tokens per second
+    assert spilled.decode_tokens_per_s is not None and on_gpu.decode_tokens_per_s is not None
+    assert 1.5 < spilled.decode_tokens_per_s < 5 < on_gpu.decode_tokens_per_s
+    assert any("cross PCIe" in n for n in spilled.assumptions)

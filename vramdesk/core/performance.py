@@ -314,6 +314,17 @@ def _inference(
             f"{est.engine.total_layers} "
             f"layers on the CPU: their share is read from host RAM at {eff.host_gbps:g} GB/s"
         )
+    elif work.engine == "transformers" and est.host_bytes:
+        # device_map spilled weights to CPU memory: accelerate copies each offloaded layer to the GPU for every
+        # forward, so their share of the weights crosses PCIe each step (the KV cache stays on the GPU)
+        off = min(1.0, est.host_bytes / max(1, wb.total))
+        gpu_share = 1.0 - off
+        t_mem_gpu = (step_bytes - w_read * off) / tp / hw.bw
+        t_host = w_read * off / (eff.pcie_gbps * 1e9)
+        notes.append(
+            f"device_map keeps {est.host_bytes / 2**30:.2f} GiB of weights in CPU memory: "
+            f"{100 * off:.0f} % of the weights cross PCIe at {eff.pcie_gbps:g} GB/s every step"
+        )
     t_comp = dec_flops / tp / hw.flops if hw.flops else 0.0
     comm = 0.0
     if tp > 1:
