@@ -17,8 +17,10 @@ from typing import Any, get_args
 import pytest
 from i18ncheck import english_left as _english_left
 from pydantic import ValidationError
+from qwen1config import QWEN7B
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
+from vramdesk.core.estimate import ModelFacts, model_facts
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Optimizer, Scenario
 from vramdesk.core.solve import SolveError, maximize, smallest_changes
@@ -28,6 +30,14 @@ from vramdesk.ui.core_text import Translator, localize, localize_name
 from vramdesk.ui.presenter import describe_error, evaluate_form, evaluate_scenario, form_from_scenario, set_unit
 
 CAT = default_catalog()
+#: Qwen v1 is not in the catalog: its published config.json, read as a local file would be
+QWEN1 = model_facts(QWEN7B, "Qwen/Qwen-7B")
+
+
+def _facts(model_id: str) -> ModelFacts:
+    return QWEN1 if model_id == QWEN1.model_id else CAT.facts(model_id)
+
+
 ZH = "zh_CN"
 
 #: words that stay as they are in the Chinese texts: names of libraries, kernels, formats, units and options.
@@ -94,6 +104,8 @@ WHITELIST = frozenset(
         "adamw",
         "adamw-fused",
         "adamw-forloop",
+        "adamw-torch2.0",
+        "eps",
         "sgd",
         "lion",
         "Adafactor",
@@ -249,6 +261,9 @@ FINETUNE += [
     S(L8, "H100 SXM", kind="finetune", method="lora", modules_to_save=["embed", "lm_head"], lora_bias="all"),
     S(L8, "H100 SXM", kind="finetune", method="lora", adapter_dtype="base", grad_accum=2),
     S(L8, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),
+    S(QWEN1.model_id, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),
+    S(QWEN1.model_id, "A100 80GB SXM", kind="finetune", method="full", grad_accum=8, parallel={"zero": 2}),
+    S(QWEN1.model_id, "A100 80GB SXM", kind="finetune", method="lora", optimizer="adamw-torch2.0", seq_len=8192),
     S(L70, "H100 SXM", gpus=8, kind="finetune", method="full", parallel={"fsdp": True, "fsdp_strategy": "hybrid"}),
     S(
         L8,
@@ -283,7 +298,7 @@ def window_texts(s: Scenario) -> list[tuple[str, str]]:
     """(kind, English text) of everything core-made the window shows for ``s``: the verdict line, warnings,
     component and phase names, explanations, the Explain dialog's constants, the speed line's assumptions, the
     max-length readout and, when it does not fit, the listed changes."""
-    ev = evaluate_scenario(s, resolve=CAT.facts)
+    ev = evaluate_scenario(s, resolve=_facts)
     if ev.view is None:
         return [("error", ev.error or "")]
     v = ev.view
@@ -299,7 +314,7 @@ def window_texts(s: Scenario) -> list[tuple[str, str]]:
     gpu = _gpu(s)
     if gpu is None:
         return out
-    facts = CAT.facts(s.model.id)
+    facts = _facts(s.model.id)
     try:
         out += [("assumption", a) for a in performance(v.estimate, s, facts, gpu).assumptions]
     except PerformanceError as err:

@@ -138,6 +138,10 @@ class Architecture(_Frozen):
     embedding_norm: bool = False
     lm_head_bias: bool = False
     attention_sinks: bool = False
+    #: the model's own loss casts the logits to fp32 before the cross-entropy (every transformers class since
+    #: its shared loss function). False for remote code that keeps them in the compute dtype (Qwen v1's
+    #: modeling_qwen.py): without autocast (DeepSpeed) its loss head is 16-bit
+    logits_fp32: bool = True
     #: MTP / next-n prediction layers present in the checkpoint (not used by plain decoding)
     mtp_layers: int = 0
     #: MTP layers carry their own embedding and head copies (DeepSeek-V3 checkpoints)
@@ -358,6 +362,7 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
         "gemma": _gemma,
         "gemma2": _gemma,
         "gemma3": _gemma,
+        "qwen": _qwen_v1,
     }
     c = _Cfg(text, model_type)
     if base in builders:
@@ -864,6 +869,39 @@ def _simple_stack(
         **kw,
         **_common(c, outer),
     )
+
+
+def _qwen_v1(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
+    """Qwen (v1, 2023; remote code ``QWenLMHeadModel``): fused c_attn with a bias, w1/w2/c_proj MLP whose
+    config ``intermediate_size`` is twice the width of each branch, no other biases (``no_bias``), RMSNorm;
+    the dtype comes from the bf16/fp16/fp32 flags (all false: bf16, as the checkpoints are stored)."""
+    hidden = c.int("hidden_size")
+    n_heads = c.int("num_attention_heads")
+    head_dim = c.int("kv_channels", default=hidden // n_heads)
+    inter = c.int("intermediate_size")
+    if inter % 2:
+        raise ConfigError(f"{c.model_type}: intermediate_size ({inter}) must be even (two MLP branches of half width)")
+    biased = not c.bool("no_bias", default=True)
+    arch = _simple_stack(
+        c,
+        outer,
+        family="qwen",
+        hidden=hidden,
+        n_layers=c.int("num_hidden_layers"),
+        vocab=c.int("vocab_size"),
+        n_heads=n_heads,
+        n_kv=n_heads,
+        head_dim=head_dim,
+        inter=inter // 2,
+        tie_embeddings=c.bool("tie_word_embeddings", default=False),
+        qkv_bias=True,
+        o_bias=biased,
+        mlp_bias=biased,
+        logits_fp32=False,
+        sources={"MLP width": "intermediate_size / 2 (w1 and w2 each)", "loss": "modeling_qwen.py: 16-bit logits"},
+    )
+    flags = [name for name in ("fp32", "fp16", "bf16") if c.get(name) is True]
+    return arch.model_copy(update={"dtype": flags[0]}) if flags else arch
 
 
 def _gpt_bigcode(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:

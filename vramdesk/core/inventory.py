@@ -98,10 +98,11 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
     q_out = spec.n_heads * spec.head_dim
     kv_out = spec.n_kv_heads * spec.head_dim
     fam = arch.family
-    if fam in {"gpt_bigcode", "gpt_neox", "falcon", "bloom"}:
+    if fam in {"gpt_bigcode", "gpt_neox", "falcon", "bloom", "qwen"}:
         # fused QKV projection
         name = {
             "gpt_bigcode": "attn.c_attn",
+            "qwen": "attn.c_attn",
             "gpt_neox": "attention.query_key_value",
             "falcon": "self_attention.query_key_value",
             "bloom": "self_attention.query_key_value",
@@ -109,6 +110,7 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
         b.linear(f"{p}.{name}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
         out_name = {
             "gpt_bigcode": "attn.c_proj",
+            "qwen": "attn.c_proj",
             "gpt_neox": "attention.dense",
             "falcon": "self_attention.dense",
             "bloom": "self_attention.dense",
@@ -147,6 +149,11 @@ def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) ->
         elif fam == "phi":
             b.linear(f"{p}.mlp.fc1", inter, h, "mlp", i, part, True)
             b.linear(f"{p}.mlp.fc2", h, inter, "mlp", i, part, True)
+        elif fam == "qwen":
+            # Qwen v1: w1 (x), w2 (x) and c_proj(w1(x) * silu(w2(x)))
+            b.linear(f"{p}.mlp.w1", inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.w2", inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.c_proj", h, inter, "mlp", i, part, arch.mlp_bias)
         else:
             b.linear(f"{p}.mlp.gate_proj", inter, h, "mlp", i, part, arch.mlp_bias)
             b.linear(f"{p}.mlp.up_proj", inter, h, "mlp", i, part, arch.mlp_bias)
@@ -197,7 +204,7 @@ def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) ->
 def _norms(b: _Builder, arch: Architecture, p: str, layer: int, part: str) -> None:
     lb = arch.norm == "layer"
     fam = arch.family
-    if fam == "gpt_bigcode":
+    if fam in {"gpt_bigcode", "qwen"}:
         names = ["ln_1", "ln_2"]
     elif fam == "falcon":
         names = ["ln_attn", "ln_mlp"] if arch.norms_per_layer == 2 else ["input_layernorm"]
@@ -227,7 +234,7 @@ def _decoder_layer(b: _Builder, arch: Architecture, spec: LayerSpec, prefix: str
 def _prefixes(arch: Architecture) -> tuple[str, str, str]:
     """(layer prefix, embedding name, final norm name) per family."""
     fam = arch.family
-    if fam == "gpt_bigcode":
+    if fam in {"gpt_bigcode", "qwen"}:
         return "transformer.h", "transformer.wte", "transformer.ln_f"
     if fam == "gpt_neox":
         return "gpt_neox.layers", "gpt_neox.embed_in", "gpt_neox.final_layer_norm"

@@ -91,24 +91,33 @@ class ModelStates:
     grads_sharded: bool = True
 
 
+#: DeepSpeed ZeRO-1/2 step() (stage_1_and_2.py, 2023 and current alike): flatten(averaged_gradients).to(fp32)
+#: builds a flat 16-bit copy of the gradient partition while the partition buffer is still referenced
+DEEPSPEED_FLAT_TEXT = (
+    "DeepSpeed ZeRO-1/2 step: the 16-bit gradient partition flattened into one copy (2 B/param) before its fp32 "
+    "upcast; both are freed before Adam runs"
+)
+
+
 def deepspeed_states(params: int, zero: int) -> ModelStates:
     """DeepSpeed's mixed precision (fp16 and bf16 alike) for a full fine-tune with Adam: 16-bit working parameters
     and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition, split as DeepSpeed's own
     estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-1/2 keep 2 B of parameters and 2 B of
-    gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B."""
+    gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B. The step's temporary is ZeRO-1/2's
+    flattened copy of the 16-bit gradient partition, made just before its fp32 upcast (see DEEPSPEED_FLAT_TEXT)."""
     three = zero == 3
     return ModelStates(
         weights=2 * params,
         grads=(4 if three else 2) * params,
         states=(12 if three else 16) * params,
-        temp=0,
+        temp=0 if three else 2 * params,
         weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
         states_text=(
             "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
             if three
             else "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
         ),
-        temp_text="DeepSpeed's fused Adam step: no step temporaries",
+        temp_text="DeepSpeed's fused Adam step: no step temporaries" if three else DEEPSPEED_FLAT_TEXT,
         grads_sharded=three,
     )
 

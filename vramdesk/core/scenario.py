@@ -86,6 +86,7 @@ Optimizer = Literal[
     "adamw",
     "adamw-fused",
     "adamw-forloop",
+    "adamw-torch2.0",
     "adamw-8bit",
     "paged-adamw-8bit",
     "paged-adamw-32bit",

@@ -26,6 +26,7 @@ from .dtypes import FormatError, parse_weight_format
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .parallel import (
+    DEEPSPEED_FLAT_TEXT,
     ModelStates,
     comm_buckets,
     deepspeed_states,
@@ -88,18 +89,21 @@ def _matches(tensor: Tensor, targets: tuple[str, ...]) -> bool:
 
 
 def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
-    """Linear weights the adapters wrap; a target the model does not have is an error naming it."""
-    unknown = [t for t in targets if t != "all-linear" and t not in _TARGETS]
+    """Linear weights the adapters wrap: short role names (q, k, ..., all-linear) or module names as peft matches
+    them (the last part of the module's name: ``c_attn``, ``q_proj``); a target the model does not have is an error
+    naming it and the model's own module names."""
     chosen = [t for t in facts.tensors if _matches(t, targets)]
-    for name in targets:
-        if name == "all-linear":
-            continue
-        if not any(_matches(t, (name,)) for t in facts.tensors):
-            unknown.append(name)
+    unknown = [
+        name for name in targets if name != "all-linear" and not any(_matches(t, (name,)) for t in facts.tensors)
+    ]
     if unknown:
+        modules = sorted(
+            {t.name.removesuffix(".weight").rsplit(".", 1)[-1] for t in facts.tensors if _matches(t, ("all-linear",))}
+        )
         raise TrainingError(
             f"LoRA target(s) {', '.join(sorted(set(unknown)))} not found in {facts.model_id} "
-            f"({facts.arch.model_type}); known short names: {', '.join(_TARGETS)} or all-linear"
+            f"({facts.arch.model_type}); known short names: {', '.join(_TARGETS)} or all-linear; "
+            f"module names in this model: {', '.join(modules)}"
         )
     return chosen
 
@@ -286,6 +290,7 @@ _OPT_STATES = {
     "paged-adamw-8bit": 2.0,
     "paged-adamw-32bit": 2.0,
     "adamw-forloop": 2.0,
+    "adamw-torch2.0": 2.0,
     "sgd": 1.0,
     "lion": 1.0,
     "adafactor": 0.0,
@@ -318,6 +323,16 @@ def optimizer_bytes(
             trainable * state_bytes,
             text,
             ("foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy"),
+        )
+    if name == "adamw-torch2.0":
+        # PyTorch <= 2.0's _multi_tensor_adamw: denom = _foreach_add(_foreach_sqrt(exp_avg_sqs), eps) holds two
+        # state-sized lists at once; 2.1 made the add in place (pytorch/pytorch#104898)
+        return (
+            states,
+            2 * trainable * state_bytes,
+            text,
+            "foreach AdamW of PyTorch 2.0 and older: the sqrt of all second moments and sqrt + eps held together, "
+            "two state-sized copies",
         )
     if name == "adamw-fused":
         return states, 0, text, "fused AdamW: no step temporaries"
@@ -478,25 +493,39 @@ def training_phases(
     states += extra_states
     temp += extra_temp
     if lora and deepspeed:
-        states, temp = 16 * (trainable + saved_params + bias_params), 0
+        lora_trained = trainable + saved_params + bias_params
+        states, temp = 16 * lora_trained, (0 if par.zero == 3 else 2 * lora_trained)
         s_text = (
             "DeepSpeed mixed precision: fp32 master, Adam moments and gradient partition (16 B/param) of the "
             "trainable parameters"
         )
-        t_text = "DeepSpeed's fused Adam step: no step temporaries"
+        t_text = "DeepSpeed's fused Adam step: no step temporaries" if par.zero == 3 else DEEPSPEED_FLAT_TEXT
     trained = trainable + saved_params + bias_params
     acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen, tp=par.tp)
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
+    fwd_text = "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax"
     loss_text = (
         f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
         "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
     )
+    if not arch.logits_fp32 and deepspeed and not work.chunked_loss:
+        # the model's own loss keeps the logits in 16 bits and DeepSpeed runs without autocast (which would cast
+        # the cross-entropy to fp32): log-softmax, its gradient and the input gradient are all 16-bit
+        loss = 6 * b * s * arch.vocab
+        loss_fwd = 6 * b * s * arch.vocab
+        fwd_text = "6 x batch x seq x vocab B at the end of forward: 16-bit logits, shifted copy, log-softmax"
+        loss_text = (
+            f"6 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: the model's loss keeps the "
+            "logits in 16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; "
+            "then the log-softmax, its gradient and the input gradient)"
+        )
     if work.chunked_loss:
         # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
         loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
         loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
+        fwd_text = "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms"
         loss_text = (
             f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
             "log-softmax and gradients of one chunk in 8"
@@ -560,7 +589,7 @@ def training_phases(
         "logits and loss",
         loss_fwd / tp,
         "logits",
-        "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax",
+        fwd_text,
     )
     c_temp = comp("optimizer step temporaries", t_gpu, "optimizer", model.temp_text)
     extra = []
@@ -618,7 +647,19 @@ def training_phases(
         )
         phases[0] = Phase(name="forward", components=(c_weights, c_states, c_grads, c_acts, c_logits, *extra))
         fresh: tuple[Component, ...] = ()
-        if not (par.zero or par.fsdp):
+        if par.zero == 2 and work.precision != "fp32":
+            # stage_1_and_2.py: each micro-batch's backward fills a new 16-bit grads_in_partition buffer while the
+            # accumulated partition is still held, and adds it at the end of backward
+            fresh = (
+                comp(
+                    "fresh gradient",
+                    model.grads / sh.states,
+                    "gradients",
+                    "DeepSpeed ZeRO-2 with gradient accumulation: the next micro-batch's gradient partition fills a "
+                    "new 16-bit buffer before it is added to the accumulated one",
+                ),
+            )
+        elif not (par.zero or par.fsdp):
             # autograd's AccumulateGrad computes a parameter's new gradient in a fresh tensor and then adds it to
             # the stored .grad: the largest trainable tensor's gradient exists twice for a moment (DeepSpeed and
             # FSDP reduce into their own buckets instead)

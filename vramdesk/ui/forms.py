@@ -78,6 +78,7 @@ TIPS: dict[str, str] = {
     "paged-adamw-8bit": "8-bit AdamW with states that can page out to CPU memory",
     "paged-adamw-32bit": "bitsandbytes paged AdamW: two fp32 states that can page out to CPU memory",
     "adamw-forloop": "AdamW with foreach=False: one parameter at a time, a temporary the size of one tensor",
+    "adamw-torch2.0": "AdamW as PyTorch 2.0 and older ran it (foreach): two state-sized copies during the step",
     "sgd": "SGD with momentum: one state per trainable parameter",
     "adafactor": "Adafactor: factored second moments, much smaller than Adam's",
     "lion": "Lion: one momentum state per trainable parameter",
