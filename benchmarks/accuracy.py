@@ -78,12 +78,15 @@ def _config_from_models_yaml(entry: dict[str, Any]) -> dict[str, Any]:
         )
     elif arch.startswith("Qwen2"):
         cfg.update(model_type="qwen2", attention_bias=bool(entry.get("attention_bias", True)))
-    elif arch.startswith(("QWenLMHeadModel", "ChatGLM")):
-        # Qwen (v1) and ChatGLM3 run remote code that vramdesk never executes; for memory they are decoder
-        # stacks with biased q/k/v (fused c_attn / query_key_value), an unbiased output projection and a gated
-        # MLP: the Qwen2 layout with the same tensor sizes (Qwen v1's intermediate_size is doubled in its config)
-        inter = entry["intermediate_size"] // (2 if arch.startswith("QWen") else 1)
-        cfg.update(model_type="qwen2", intermediate_size=inter, use_sliding_window=False)
+    elif arch.startswith("QWenLMHeadModel"):
+        # Qwen (v1): its own config.json fields (model_type "qwen", doubled intermediate_size, kv_channels)
+        cfg.update(model_type="qwen", kv_channels=entry["head_dim"], no_bias=True)
+        del cfg["torch_dtype"]
+    elif arch.startswith("ChatGLM"):
+        # ChatGLM3 runs remote code that vramdesk never executes; for memory it is a decoder stack with biased
+        # q/k/v (fused query_key_value), an unbiased output projection and a gated MLP: the Qwen2 layout with the
+        # same tensor sizes
+        cfg.update(model_type="qwen2", use_sliding_window=False)
     elif arch.startswith("BaichuanForCausalLM"):
         cfg.update(model_type="llama", attention_bias=False)
     elif "Llama" in arch or "LLaMAMLP" in arch:
@@ -422,7 +425,7 @@ def run_heldout_finetune(catalog: Catalog | None = None) -> tuple[list[Row], dic
                 "micro_batch": 1,
                 "seq_len": seq,
                 "grad_accum": 8,
-                "optimizer": "adamw",
+                "optimizer": m.get("optimizer", "adamw"),
                 "precision": m["precision"],
                 "grad_checkpointing": True,
                 "attention": "flash",
