@@ -375,17 +375,23 @@ def test_vision_tower_frozen_trained_or_absent() -> None:
 
 
 def test_selective_checkpointing_sits_between_none_and_every_layer() -> None:
-    def acts(**kw: Any) -> int:
-        return _comp(train(LLAMA, method="full", seq_len=4096, **kw), "forward", "activations")
+    def acts(phase: str, **kw: Any) -> int:
+        return _comp(train(LLAMA, method="full", seq_len=4096, **kw), phase, "activations")
 
-    none, every = acts(grad_checkpointing=False), acts(grad_checkpointing=True)
-    half = acts(grad_checkpointing=True, checkpoint_every=2)
+    none = acts("forward", grad_checkpointing=False)
+    every = acts("backward (recompute)", grad_checkpointing=True)
+    half = acts("backward (recompute)", grad_checkpointing=True, checkpoint_every=2)
     assert every < half < none
     # 16 layers keep everything, 16 keep their input (2h per token), one is recomputed in backward
     h, tokens = 4096, 4096
     outside = 8 * h * tokens
     layer = (none - outside) / 32
     assert half == pytest.approx(16 * layer + 16 * 2 * h * tokens + layer + outside, rel=1e-3)
+    # before any layer is recomputed (forward, loss head) only the kept activations exist
+    assert acts("forward", grad_checkpointing=True, checkpoint_every=2) == pytest.approx(half - layer, rel=1e-3)
+    assert acts("loss + start of backward", grad_checkpointing=True) == pytest.approx(
+        32 * 2 * h * tokens + outside, rel=1e-3
+    )
 
 
 def test_tensor_parallel_splits_attention_and_mlp_activations_but_not_the_norms() -> None:

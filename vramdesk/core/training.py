@@ -182,6 +182,10 @@ class Activations:
     explain: str
     #: bytes moved to CPU memory (activation offloading)
     host: int = 0
+    #: with gradient checkpointing: what lives outside the one recomputed layer (the checkpointed layer inputs and
+    #: the embedding / final-norm outputs), i.e. the activations at the loss head, before any layer is recomputed
+    resident: int = 0
+    resident_explain: str = ""
 
 
 def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, float]:
@@ -208,11 +212,14 @@ def activations(
     linear_params: int,
     adapted: list[Tensor] | None = None,
     tp: int = 1,
+    residual_bytes: int = 2,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
     activations; the norms and residual stream (16h bytes per token) stay whole on every GPU (Korthikanti et
-    al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.2.2)."""
+    al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.2.2). ``residual_bytes``: the
+    dtype of the residual stream, which is what checkpointing keeps per layer: the embedding's dtype (4 under
+    AMP / fp32, and for QLoRA after prepare_model_for_kbit_training made the embedding fp32)."""
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
@@ -229,36 +236,50 @@ def activations(
             kept = min(s, layer.window or s)
             layer_b += 6.2 * layer.n_heads * s * kept * b / tp
         per_layer.append(layer_b)
-    outside = 8 * arch.hidden * tokens  # embedding output, final norm
+    rb = residual_bytes
+    outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
     amp_copies = 2 * linear_params / tp if prec.amp else 0
     k = work.checkpoint_every
+    recompute = 0.0
+    resident_how = ""
     if work.grad_checkpointing and k > 1:
         # selective: every k-th layer keeps only its input, the others all their activations; in backward one
         # checkpointed layer is recomputed at a time
         kept_layers = [a for i, a in enumerate(per_layer) if i % k]
         ckpt = [a for i, a in enumerate(per_layer) if not i % k]
-        total = sum(kept_layers) + 2 * arch.hidden * tokens * len(ckpt) + max(ckpt) + outside + amp_copies
+        recompute = max(ckpt)
+        total = sum(kept_layers) + rb * arch.hidden * tokens * len(ckpt) + recompute + outside + amp_copies
         how = (
-            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs (2h x {tokens} tokens each) + "
+            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
             f"{len(kept_layers)} layers with all their activations (up to {max(per_layer) / MIB:.0f} MiB each) + "
             "one layer recomputed"
         )
+        resident_how = (
+            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
+            f"{len(kept_layers)} layers with all their activations; no layer recomputed yet"
+        )
     elif work.grad_checkpointing:
         # only each layer's input survives the forward; one layer is recomputed at a time in backward
-        total = sum(2 * arch.hidden * tokens for _ in per_layer) + max(per_layer) + outside + amp_copies
+        recompute = max(per_layer)
+        total = sum(rb * arch.hidden * tokens for _ in per_layer) + recompute + outside + amp_copies
         how = (
-            f"gradient checkpointing: {arch.n_layers} layer inputs (2h x {tokens} tokens each) + one layer "
-            f"recomputed ({max(per_layer) / MIB:.0f} MiB)"
+            f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each) + one layer "
+            f"recomputed ({recompute / MIB:.0f} MiB)"
+        )
+        resident_how = (
+            f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each); no layer "
+            "recomputed yet"
         )
     else:
         total = sum(per_layer) + outside + amp_copies
         how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
+    plain = len(how)
     if tp > 1:
         how += f"; tensor parallel {tp}: attention and MLP activations split, norms and residual (16h) whole"
     if work.activation_offload:
         # saved tensors stream to CPU memory as the forward goes; the GPU keeps the layer being computed (or
         # recomputed, with checkpointing) and the one in transfer
-        in_transfer = 2 * arch.hidden * tokens if work.grad_checkpointing else max(per_layer)
+        in_transfer = rb * arch.hidden * tokens if work.grad_checkpointing else max(per_layer)
         on_gpu = min(total, max(per_layer) + in_transfer + outside + amp_copies)
         host = total - on_gpu
         total = on_gpu
@@ -273,11 +294,14 @@ def activations(
         how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
+    resident = max(0.0, total - recompute) if work.grad_checkpointing else total
     return Activations(
         total=round(total),
         per_layer_max=round(max(per_layer)),
         explain=how,
         host=round(host) if work.activation_offload else 0,
+        resident=round(resident),
+        resident_explain=(resident_how + how[plain:]) if resident_how else how,
     )
 
 
@@ -406,6 +430,8 @@ def training_phases(
     deepspeed = par.zero > 0 and work.precision != "fp32"
     extra_states = extra_temp = 0
     lora_fp32_inputs = False
+    #: bytes per element of the residual stream: the embedding output's dtype
+    residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
     saved: list[tuple[str, int]] = []
     a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
     if lora:
@@ -430,12 +456,14 @@ def training_phases(
         #: bytes of one unquantised base parameter (embeddings, norms, lm_head, biases) as training sees it
         base_float = 4 if work.precision == "fp32" else 2
         kbit_note = ""
-        if quantised and fmt.kind != "gptq" and not deepspeed:
+        if quantised and fmt.kind != "gptq" and not deepspeed and not par.fsdp:
             # peft's prepare_model_for_kbit_training (the usual QLoRA recipe) casts every parameter that is not
-            # quantised (embeddings, lm_head, norms, biases) from 16 to 32 bits; it skips GPTQ models
+            # quantised (embeddings, lm_head, norms, biases) from 16 to 32 bits; it skips GPTQ models, and TRL
+            # never calls it for sharded QLoRA (FSDP / ZeRO-3: the 4-bit weights must keep one storage dtype)
             unquantised = base.params - base.quantized_params
             base_bytes += 2 * unquantised
             base_float = 4
+            residual_b = 4  # the fp32 embedding makes the residual stream fp32
             kbit_note = f"; {unquantised:,} unquantised parameters cast to fp32 by prepare_model_for_kbit_training"
         # adapters: fp32 (peft >= 0.12 autocast_adapter_dtype, and always on a quantised base whose weight is not
         # a float tensor), else the base's dtype; DeepSpeed makes them 16-bit with fp32 master copies
@@ -501,7 +529,7 @@ def training_phases(
         )
         t_text = "DeepSpeed's fused Adam step: no step temporaries" if par.zero == 3 else DEEPSPEED_FLAT_TEXT
     trained = trainable + saved_params + bias_params
-    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen, tp=par.tp)
+    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen, tp=par.tp, residual_bytes=residual_b)
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
@@ -629,28 +657,24 @@ def training_phases(
                 "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
             )
         )
-    phases = [
-        Phase(name="forward", components=(c_weights, c_states, c_acts, c_logits, *extra, *forward_extra)),
-        Phase(name="loss + start of backward", components=(c_weights, c_states, c_acts, c_loss, *extra)),
-        Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *extra)),
-        Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),
-    ]
     if train_vision:
         warnings.append(
             "vision tower trained: its activations depend on the images per sample, which this estimate does "
             "not include"
         )
+    held: tuple[Component, ...] = ()  # gradients kept between micro-batches
+    fresh: tuple[Component, ...] = ()  # a new gradient next to the stored one, for a moment in backward
+    fresh_end: tuple[Component, ...] = ()  # ... or filled through backward and added at its end
     if work.grad_accum > 1:
         warnings.append(
             f"gradient accumulation {work.grad_accum}: gradients stay allocated between micro-batches; "
             "the forward of the next micro-batch runs with them"
         )
-        phases[0] = Phase(name="forward", components=(c_weights, c_states, c_grads, c_acts, c_logits, *extra))
-        fresh: tuple[Component, ...] = ()
+        held = (c_grads,)
         if par.zero == 2 and work.precision != "fp32":
             # stage_1_and_2.py: each micro-batch's backward fills a new 16-bit grads_in_partition buffer while the
             # accumulated partition is still held, and adds it at the end of backward
-            fresh = (
+            fresh_end = (
                 comp(
                     "fresh gradient",
                     model.grads / sh.states,
@@ -680,11 +704,24 @@ def training_phases(
                     "before gradient accumulation adds it to the stored one",
                 ),
             )
-        phases[1] = Phase(
-            name="loss + start of backward",
-            components=(c_weights, c_states, c_grads, c_acts, c_loss, *fresh, *extra),
+            fresh_end = fresh
+    # with checkpointing, the forward and the loss head see only the checkpointed layer inputs; the loss head's
+    # tensors are freed (its backward done) before the last layer is recomputed, so the two do not add up
+    early = (
+        comp("activations", acts.resident, "activations", acts.resident_explain) if work.grad_checkpointing else c_acts
+    )
+    phases = [
+        Phase(name="forward", components=(c_weights, c_states, *held, early, c_logits, *extra, *forward_extra)),
+        Phase(name="loss + start of backward", components=(c_weights, c_states, *held, early, c_loss, *fresh, *extra)),
+    ]
+    if work.grad_checkpointing:
+        phases.append(
+            Phase(name="backward (recompute)", components=(c_weights, c_states, *held, c_acts, *fresh, *extra))
         )
-        phases[2] = Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *fresh, *extra))
+    phases += [
+        Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *fresh_end, *extra)),
+        Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),
+    ]
     if tp > 1 and arch.layers[0].n_kv_heads % tp and arch.layers[0].attention != AttentionKind.MLA:
         raise TrainingError(
             f"tensor parallel {tp} does not divide the {arch.layers[0].n_kv_heads} KV heads of {facts.model_id}"

@@ -38,6 +38,7 @@ HOLE = 0.52
 #: short axis labels for long phase names (the full name is in the tooltips and the title)
 SHORT_PHASE_NAMES = {
     "loss + start of backward": "loss + bwd",
+    "backward (recompute)": "recompute",
     "backward (end)": "backward",
     "optimizer step": "optimizer",
 }
