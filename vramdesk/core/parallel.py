@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .dtypes import parse_weight_format
+from .dtypes import WeightFormat, parse_weight_format
 from .gpu import MIB
 from .result import Phase
 from .scenario import Parallelism
@@ -158,12 +158,23 @@ def place_states(m: ModelStates, sh: Shards, par: Parallelism) -> PerGpu:
     return out
 
 
-def gathered_layers(facts: ModelFacts, sh: Shards, par: Parallelism) -> int:
-    """Sharded or offloaded parameters: the current and the prefetched layer, whole, in 16 bits."""
+def gathered_layers(
+    facts: ModelFacts, sh: Shards, par: Parallelism, fmt: WeightFormat | None = None
+) -> tuple[int, str]:
+    """Sharded or offloaded parameters: the current and the prefetched layer, whole, in ``fmt`` (16 bits unless a
+    frozen base is stored quantised: FSDP-QLoRA gathers the packed 4-bit storage). FSDP's FULL_SHARD (and
+    hybrid) also keeps the root unit (embeddings, final norm, lm_head: outside the wrapped decoder layers)
+    unsharded from the end of forward to its backward (torch FSDP does not reshard the root after forward)."""
     if not (sh.gathers or par.offload == "params"):
-        return 0
-    layout = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
-    return 2 * max(layout.per_layer.values(), default=0)
+        return 0, ""
+    layout = facts.weights(fmt or parse_weight_format("bf16"), frozenset({"text"}))
+    layers = 2 * max(layout.per_layer.values(), default=0)
+    text = "ZeRO-3 / FSDP / parameter offload: the current and the prefetched layer, unsharded"
+    if par.fsdp and sh.gathers and sh.weights > 1:
+        root = layout.embedding + layout.head + layout.other
+        layers += round(root * (1 - 1 / sh.weights))
+        text += "; FSDP keeps its root unit (embeddings, final norm, lm_head) unsharded from forward to backward"
+    return layers, text
 
 
 def comm_buckets(par: Parallelism, sh: Shards, precision: str) -> tuple[int, str]:

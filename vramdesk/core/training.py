@@ -22,7 +22,7 @@ from math import ceil, prod
 from typing import TYPE_CHECKING
 
 from .architecture import Architecture, AttentionKind, LayerSpec
-from .dtypes import FormatError, parse_weight_format
+from .dtypes import FormatError, WeightFormat, parse_weight_format
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .parallel import (
@@ -434,6 +434,7 @@ def training_phases(
     residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
     saved: list[tuple[str, int]] = []
     a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
+    gather_fmt: WeightFormat | None = None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
         if train_vision:
@@ -453,6 +454,7 @@ def training_phases(
         base = facts.weights(fmt, frozenset({"text"}))
         base_bytes = base.total
         quantised = fmt.kind not in ("float",)
+        gather_fmt = fmt if quantised else None
         #: bytes of one unquantised base parameter (embeddings, norms, lm_head, biases) as training sees it
         base_float = 4 if work.precision == "fp32" else 2
         kbit_note = ""
@@ -581,7 +583,7 @@ def training_phases(
         per.notes.insert(0, f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
     w_gpu, g_gpu, s_gpu, t_gpu = per.weights, per.grads, per.states, per.temp
     host = float(acts.host) + per.host
-    gathered = gathered_layers(facts, sh, par)
+    gathered, gathered_text = gathered_layers(facts, sh, par, gather_fmt)
     buckets, bucket_text = comm_buckets(par, sh, work.precision)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
     # the same activation bytes as one micro-batch through every layer
@@ -627,7 +629,7 @@ def training_phases(
                 "gathered layer parameters",
                 gathered,
                 "weights",
-                "ZeRO-3 / FSDP / parameter offload: the current and the prefetched layer, unsharded",
+                gathered_text,
             )
         )
     if buckets:
