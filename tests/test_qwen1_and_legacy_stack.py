@@ -10,6 +10,7 @@ import pytest
 from qwen1config import QWEN7B
 
 from vramdesk.core.architecture import ConfigError, normalize
+from vramdesk.core.dtypes import parse_weight_format
 from vramdesk.core.estimate import EstimateError, estimate, model_facts
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
@@ -137,3 +138,42 @@ def test_deepspeed_zero2_flattens_the_gradient_partition_and_accumulates_in_a_se
     three = _train(LLAMA, method="full", precision="bf16", parallel={"zero": 3}, grad_checkpointing=True)
     assert _comp(three, "optimizer step", "optimizer step temporaries") == 0
     assert one.peak_allocated_bytes > 20 * n
+
+
+def test_fsdp_gathers_a_quantised_base_as_stored_and_keeps_the_root_unit_whole() -> None:
+    cat = default_catalog()
+    facts = cat.facts(LLAMA)
+    fsdp = {"fsdp": True, "fsdp_strategy": "full"}
+    qlora = _train(LLAMA, method="qlora", parallel=fsdp, gpus=2, grad_checkpointing=True)
+    lora = _train(LLAMA, method="lora", parallel=fsdp, gpus=2, grad_checkpointing=True)
+    gathered_q = _comp(qlora, "forward", "gathered layer parameters")
+    gathered_l = _comp(lora, "forward", "gathered layer parameters")
+    # one decoder layer of Llama-3.1-8B in bf16 (x2: current + prefetched) plus half of the root unit
+    bf16 = facts.weights(parse_weight_format("bf16"), frozenset({"text"}))
+    layer = max(bf16.per_layer.values())
+    root = bf16.embedding + bf16.head + bf16.other
+    assert gathered_l == pytest.approx(2 * layer + root / 2, rel=1e-6)
+    # the 4-bit base is gathered in its packed storage: about a quarter of the bf16 layers
+    assert gathered_q < 2 * layer / 3 + root / 2
+    assert "root unit" in next(
+        c.explain for p in lora.phases for c in p.components if c.name == "gathered layer parameters"
+    )
+    # no fp32 cast of the unquantised parameters for sharded QLoRA (TRL skips prepare_model_for_kbit_training)
+    assert "prepare_model_for_kbit_training" not in next(
+        c.explain for p in qlora.phases for c in p.components if c.name == "weights"
+    )
+    one_gpu = _train(LLAMA, method="qlora", grad_checkpointing=True)
+    assert "prepare_model_for_kbit_training" in next(
+        c.explain for p in one_gpu.phases for c in p.components if c.name == "weights"
+    )
+
+
+def test_qlora_checkpoints_are_fp32_after_the_kbit_cast() -> None:
+    s = 2048
+    qlora = _train(LLAMA, method="qlora", seq_len=s, grad_checkpointing=True)
+    lora = _train(LLAMA, method="lora", seq_len=s, grad_checkpointing=True)
+    q = _comp(qlora, "loss + start of backward", "activations")
+    l_ = _comp(lora, "loss + start of backward", "activations")
+    # 32 layer inputs + embedding / final-norm outputs: 4 B per element instead of 2
+    assert q == pytest.approx(2 * l_, rel=1e-6)
+    assert l_ == pytest.approx((32 * 2 + 8) * 4096 * s, rel=1e-6)
