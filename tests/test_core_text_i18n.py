@@ -155,6 +155,7 @@ WHITELIST = frozenset(
         "CUDACachingAllocator",
         "trace-oracle",
         "False",
+        "True",
         "BA",
     ]
 )
