@@ -393,7 +393,7 @@ def test_phase_chart_stacks_every_phase(window: MainWindow) -> None:
         assert math.isclose(stacked, phase.allocated_bytes / GIB)
     assert chart.stacks["KV cache"][0] == 0 and chart.stacks["KV cache"][1] > 0
     ticks = chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]
-    assert ("prefill (peak)" in [t for _, t in ticks]) is (est.peak_phase == "prefill")
+    assert ("prefill\n(peak)" in [t for _, t in ticks]) is (est.peak_phase == "prefill")
 
 
 def test_table_model_passes_qt_model_checks(window: MainWindow, qtmodeltester) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (
     QButtonGroup,
     QHBoxLayout,
@@ -37,7 +37,7 @@ FULL_CIRCLE = 360 * 16
 HOLE = 0.52
 #: short axis labels for long phase names (the full name is in the tooltips and the title)
 SHORT_PHASE_NAMES = {
-    "loss + start of backward": "loss + bwd",
+    "loss + start of backward": "loss",
     "backward (recompute)": "recompute",
     "backward (end)": "backward",
     "optimizer step": "optimizer",
@@ -550,12 +550,15 @@ class PhaseChart(QWidget):
         self._totals.finish()
         top, gpu_in_range = _y_top(view, max([p.total / unit_bytes() for p in phases], default=0.0))
         self._extras += _gpu_marks(plot, view, top, gpu_in_range, len(phases) - 0.42)
-        plot.getPlotItem().getAxis("bottom").setTicks(
+        # the peak mark goes on a second line: five phase names (checkpointing's recompute) fill the axis
+        axis = plot.getPlotItem().getAxis("bottom")
+        axis.setTicks(
             [
                 [
-                    (i, f"{_phase_label(p.name)}{' (' + localize_name('peak') + ')' if p.is_peak else ''}")
+                    (i, _phase_label(p.name) + ("\n(" + localize_name("peak") + ")" if p.is_peak else ""))
                     for i, p in enumerate(phases)
                 ]
             ]
         )
+        axis.setHeight(2 * QFontMetrics(axis.style.get("tickFont") or axis.font()).height() + 12)
         plot.setRange(xRange=(-0.6, len(phases) - 0.4), yRange=(0, top), padding=0)
