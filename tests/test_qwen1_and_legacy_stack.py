@@ -177,3 +177,19 @@ def test_qlora_checkpoints_are_fp32_after_the_kbit_cast() -> None:
     # 32 layer inputs + embedding / final-norm outputs: 4 B per element instead of 2
     assert q == pytest.approx(2 * l_, rel=1e-6)
     assert l_ == pytest.approx((32 * 2 + 8) * 4096 * s, rel=1e-6)
+
+
+def test_fsdp_lora_with_reentrant_checkpointing_keeps_every_layer_input_gradient() -> None:
+    s = 4096
+    fsdp = {"fsdp": True, "fsdp_strategy": "full"}
+    lora = _train(LLAMA, method="lora", seq_len=s, micro_batch=2, parallel=fsdp, gpus=2, grad_checkpointing=True)
+    retained = _comp(lora, "backward (recompute)", "retained input gradients")
+    # 31 of Llama-3.1-8B's 32 layers x 2 B x hidden 4096 x 8192 tokens, on top of the checkpointed inputs
+    assert retained == 31 * 2 * 4096 * 2 * s
+    assert _comp(lora, "loss + start of backward", "retained input gradients") == 0
+    # a full fine-tune's decoder units hold trainable parameters: no such hook, nothing retained
+    full = _train(LLAMA, method="full", seq_len=s, micro_batch=2, parallel=fsdp, gpus=2, grad_checkpointing=True)
+    assert _comp(full, "backward (recompute)", "retained input gradients") == 0
+    # and one GPU without FSDP keeps none either
+    alone = _train(LLAMA, method="lora", seq_len=s, micro_batch=2, grad_checkpointing=True)
+    assert _comp(alone, "backward (recompute)", "retained input gradients") == 0

@@ -725,8 +725,27 @@ def training_phases(
         Phase(name="loss + start of backward", components=(c_weights, c_states, *held, early, c_loss, *fresh, *extra)),
     ]
     if work.grad_checkpointing:
+        retained: tuple[Component, ...] = ()
+        if par.fsdp and lora:
+            # FSDP1 frozen units (peft's wrap policy puts the adapters in their own units) register a reshard-only
+            # post-backward hook on each layer's input; under reentrant checkpointing that input is the recompute's
+            # detached copy, and the hook's closure keeps it and its gradient alive until _finalize_params at the
+            # end of backward: every layer's 16-bit input gradient piles up, the peak moves to layer 0's backward
+            kept = (arch.n_layers - 1) * residual_b * arch.hidden * b * s
+            retained = (
+                comp(
+                    "retained input gradients",
+                    kept,
+                    "activations",
+                    f"FSDP with a frozen base and reentrant checkpointing: the input gradients of {arch.n_layers - 1} "
+                    f"layers ({residual_b} B x h x {b * s} tokens each) stay alive until the end of backward",
+                ),
+            )
         phases.append(
-            Phase(name="backward (recompute)", components=(c_weights, c_states, *held, c_acts, *fresh, *extra))
+            Phase(
+                name="backward (recompute)",
+                components=(c_weights, c_states, *held, c_acts, *retained, *fresh, *extra),
+            )
         )
     phases += [
         Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *fresh_end, *extra)),
