@@ -571,6 +571,30 @@ def run(catalog: Catalog | None = None) -> tuple[list[Row], list[Row], list[tupl
     return rows, train_rows, skipped
 
 
+def _print_signed(rows: list[Row]) -> None:
+    signed = sorted(r.error for r in rows)
+    print(
+        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
+        f"max {100 * signed[-1]:+.1f}%"
+    )
+
+
+def _print_heldout_finetune(
+    title: str, rows: list[Row], levels: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    """Print one held-out fine-tuning set by method, its signed errors and the other memory levels (context);
+    return the per-method summary for the baseline."""
+    methods = summarize(rows, "weights")
+    print(f"\n{title}, {rows[0].level} level) by method:")
+    for g, st in methods.items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    _print_signed(rows)
+    print("  the same rows at each memory level (context; the level above was fixed before comparing):")
+    for lv, st in levels.items():
+        print(f"    {lv:22s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    return methods
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--update-baseline", action="store_true")
@@ -598,45 +622,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nheld-out set ({len(heldout)} published measurements outside the calibration set):")
     for g, st in {**held_fmt, "all": held_src["all"]}.items():
         print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
-    signed = sorted(r.error for r in heldout)
-    print(
-        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
-        f"max {100 * signed[-1]:+.1f}%"
-    )
+    _print_signed(heldout)
     by_method = summarize(train_rows, "weights") if train_rows else {}
     print(f"\nfine-tuning ({len(train_rows)} comparisons) by method:  group  n  median|err|%  p90|err|%")
     for g, st in by_method.items():
         print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
-    held_ft_methods = summarize(held_ft, "weights")
-    print(
-        f"\nheld-out fine-tuning ({len(held_ft)} published measurements outside the calibration set, "
-        f"{held_ft[0].level} level) by method:"
+    held_ft_methods = _print_heldout_finetune(
+        f"held-out fine-tuning ({len(held_ft)} published measurements outside the calibration set",
+        held_ft,
+        held_ft_levels,
     )
-    for g, st in held_ft_methods.items():
-        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
-    signed = sorted(r.error for r in held_ft)
-    print(
-        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
-        f"max {100 * signed[-1]:+.1f}%"
+    held_fms_methods = _print_heldout_finetune(
+        f"held-out fine-tuning, set 2 ({len(held_fms)} fms-acceleration runs outside the calibration set",
+        held_fms,
+        held_fms_levels,
     )
-    print("  the same rows at each memory level (context; the level above was fixed before comparing):")
-    for lv, st in held_ft_levels.items():
-        print(f"    {lv:22s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
-    held_fms_methods = summarize(held_fms, "weights")
-    print(
-        f"\nheld-out fine-tuning, set 2 ({len(held_fms)} fms-acceleration runs outside the calibration set, "
-        f"{held_fms[0].level} level) by method:"
-    )
-    for g, st in held_fms_methods.items():
-        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
-    signed = sorted(r.error for r in held_fms)
-    print(
-        f"  signed error: min {100 * signed[0]:+.1f}%, median {100 * statistics.median(signed):+.1f}%, "
-        f"max {100 * signed[-1]:+.1f}%"
-    )
-    print("  the same rows at each memory level (context; the level above was fixed before comparing):")
-    for lv, st in held_fms_levels.items():
-        print(f"    {lv:22s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
     oom = yaml.safe_load((DATA / "heldout_fms_a100.yaml").read_text(encoding="utf-8"))["out_of_memory"]
     print(f'  runs that ran out of memory on 80 GB and the estimate calls "fits": {len(wrong_fits)} of {len(oom)}')
     for line in wrong_fits:
