@@ -284,3 +284,16 @@ def test_the_largest_dropout_the_form_offers_is_one_the_core_accepts(qtbot) -> N
     assert ev.view.device_bytes == core(finetune(lora_dropout=0.99)).device_bytes
     with pytest.raises(ValidationError):
         finetune(lora_dropout=1.0)
+
+
+def test_checkpointing_shows_a_recompute_bar_and_a_short_peak_title(qtbot) -> None:
+    w = make_window(qtbot, finetune(grad_checkpointing=True, micro_batch=4))
+    est = shown(w)
+    assert est.peak_phase == "loss + start of backward"
+    assert w.phase_chart.phase_names == [p.name for p in est.phases]
+    assert "backward (recompute)" in w.phase_chart.phase_names
+    # the short name keeps the title clear of the Pie / Bar buttons; the full one is in the tooltip
+    assert w.breakdown.title.text() == "Breakdown at the peak (loss)"
+    assert w.breakdown.title.toolTip() == "Breakdown at the peak (loss + start of backward)"
+    ticks = [t for _, t in w.phase_chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
+    assert ticks == ["forward", "loss\n(peak)", "recompute", "backward", "optimizer"]

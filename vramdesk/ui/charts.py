@@ -35,7 +35,7 @@ PIE_START = -90 * 16
 FULL_CIRCLE = 360 * 16
 #: inner radius of the ring, as a fraction of the outer one (0 = a full pie)
 HOLE = 0.52
-#: short axis labels for long phase names (the full name is in the tooltips and the title)
+#: short labels for long phase names, on the axis and in the breakdown's title (the full name is in the tooltips)
 SHORT_PHASE_NAMES = {
     "loss + start of backward": "loss",
     "backward (recompute)": "recompute",
@@ -359,8 +359,9 @@ class BreakdownChart(QWidget):
 
     def show_view(self, view: EstimateView) -> None:
         """Draw ``view`` in the visible chart; the hidden one is drawn when it is shown (half the work)."""
-        self.title.setText(f"{tr('Breakdown at the peak')} ({localize_name(view.peak_phase)})")
-        self.title.setToolTip(self.title.text())
+        # the short phase name: the long ones ("loss + start of backward") were cut off by the Pie / Bar buttons
+        self.title.setText(f"{tr('Breakdown at the peak')} ({_phase_label(view.peak_phase)})")
+        self.title.setToolTip(f"{tr('Breakdown at the peak')} ({localize_name(view.peak_phase)})")
         self._view = view
         if self.bar_plot.getPlotItem().getAxis("left").labelText != unit_name():
             self.bar_plot.setLabel("left", unit_name())
