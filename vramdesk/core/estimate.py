@@ -339,13 +339,28 @@ def _estimate_training(
     def with_ws(ph: list[Phase]) -> tuple[Phase, ...]:
         return tuple(Phase(name=p.name, components=(*p.components, ws)) for p in ph)
 
+    regime = "full" if work.method == "full" else "adapters"
+
     def levels(ph: tuple[Phase, ...]) -> tuple[Phase, int, int]:
         top = max(ph, key=lambda p: p.allocated_bytes)
-        act = sum(c.bytes for c in top.components if c.category in ("activations", "logits"))
-        # caching allocator in training: activations and gradients of many sizes are freed and re-requested
-        # every step; blocks are rounded to 2 MiB and freed blocks rarely fit the next request exactly
-        slack = int(K.TRAIN_FRAGMENTATION * act) + facts.arch.n_layers * 8 * K.ALLOC_ROUND_LARGE // 2
-        return top, top.allocated_bytes, top.allocated_bytes + slack
+        return top, top.allocated_bytes, top.allocated_bytes + reserve_slack(ph)
+
+    def reserve_slack(ph: tuple[Phase, ...]) -> int:
+        """Cached but unusable blocks at the reserved peak (see K.TRAIN_RESERVE_LOSS_HEAD): the pool grows in the
+        activation phases and is not given back, so it counts even when the optimizer step is the peak."""
+        by_name = {p.name: p for p in ph}
+
+        def part(name: str, category: str) -> int:
+            p = by_name.get(name)
+            return sum(c.bytes for c in p.components if c.category == category) if p else 0
+
+        loss_head = part("loss + start of backward", "logits")
+        resident = part("loss + start of backward", "activations")
+        if "backward (recompute)" in by_name:
+            layer = max(0, part("backward (recompute)", "activations") - resident)
+        else:
+            layer = resident // max(1, facts.arch.n_layers)
+        return int(K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer)
 
     stage_phases = [with_ws(st) for st in run.stages] or [with_ws(run.phases)]
     phases = stage_phases[0]
@@ -381,7 +396,13 @@ def _estimate_training(
                 peak_reserved_bytes=r,
                 device_bytes=r + extra_bytes,
                 components=top.components if run.stages else (),
-                fit=verdict(r + extra_bytes, gpu, run.gpus, headroom_fraction=headroom_fraction)
+                fit=verdict(
+                    r + extra_bytes,
+                    gpu,
+                    run.gpus,
+                    headroom_fraction=headroom_fraction,
+                    allocated_bytes=a + extra_bytes,
+                )
                 if gpu is not None
                 else None,
             )

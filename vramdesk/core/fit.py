@@ -19,11 +19,17 @@ def verdict(
     budget_bytes: int | None = None,
     budget_label: str = "",
     headroom_fraction: float | None = None,
+    allocated_bytes: int | None = None,
 ) -> Fit:
     """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it).
 
     ``budget_bytes`` caps what the engine will use (vLLM: gpu_memory_utilization x total); the headroom then
     applies inside that budget, which already leaves the rest of the GPU free.
+
+    ``allocated_bytes``: the part of ``required_bytes`` that live tensors hold (the rest is PyTorch's cache of free
+    blocks). When only the cache overflows the card, the run is "tight", not "does not fit": the caching allocator
+    frees its cached blocks and retries before it reports out of memory, so it succeeds unless the blocks it cannot
+    give back (split ones) leave too little.
     """
     available = gpu.memory_bytes if gpu.free_bytes is None else min(gpu.memory_bytes, gpu.free_bytes)
     where = "free" if gpu.free_bytes is not None else "total"
@@ -34,7 +40,14 @@ def verdict(
         available, where = budget_bytes, budget_label or "budget"
         room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
     margin = (available - required_bytes) / available
-    if required_bytes > available:
+    if required_bytes > available and allocated_bytes is not None and allocated_bytes <= available:
+        v = "tight"
+        msg = (
+            f"needs {allocated_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where} for live tensors, "
+            f"{required_bytes / GIB:.2f} GiB with the caching allocator's cache: it frees cached blocks before "
+            "running out, so this can run, with no room for fragmentation; expandable_segments helps"
+        )
+    elif required_bytes > available:
         v = "does not fit"
         msg = (
             f"needs {required_bytes / GIB:.2f} GiB per GPU but the {gpu.name} has {available / GIB:.2f} GiB {where}: "

@@ -120,8 +120,11 @@ def lora_parameters(chosen: list[Tensor], rank: int) -> int:
 # ------------------------------------------------------------------------------------------ activations
 
 
-def _layer_bytes_per_token(arch: Architecture, layer: LayerSpec, lora: bool) -> tuple[float, str]:
-    """Saved-for-backward bytes per token of one decoder layer in bf16 (trace-oracle §4)."""
+def _layer_bytes_per_token(
+    arch: Architecture, layer: LayerSpec, lora: bool, adapter_inputs: int | None = None
+) -> tuple[float, str]:
+    """Saved-for-backward bytes per token of one decoder layer in bf16 (trace-oracle §4). ``adapter_inputs``: for
+    LoRA on a frozen 16-bit base, the bytes per token the layer's adapters keep of their inputs."""
     h = arch.hidden
     heads = layer.n_heads
     q = heads * layer.head_dim
@@ -166,7 +169,14 @@ def _layer_bytes_per_token(arch: Architecture, layer: LayerSpec, lora: bool) -> 
         mlp = 6 * layer.intermediate
         text += f"; MLP 6 x intermediate {layer.intermediate}"
     total = norms + attn + mlp
-    if lora:
+    standard = layer.attention not in (AttentionKind.LINEAR, AttentionKind.MLA) and layer.moe is None
+    if adapter_inputs is not None and standard and arch.mlp_gated:
+        # LoRA on a frozen 16-bit base, traced (transformers 5.24 / peft 0.21, benchmarks/allocator): a frozen
+        # linear keeps no input and a frozen norm weight no normalised copy, so the layer keeps 8h (the norms'
+        # fp32 inputs) + attention + 6I (gate, up, SiLU outputs), plus each adapter's own copy of its input
+        total = 8 * h + attn + 6 * layer.intermediate + adapter_inputs
+        text += "; LoRA on a frozen base: norms 8h, MLP 6I, each adapter's input copy (4 B x its width in fp32)"
+    elif lora:
         # peft casts every adapted layer's input to the adapter dtype (fp32) and keeps it for the weight grads:
         # per layer 28h + 8q + 4kv + 10I instead of 16h + 4q + 4kv + 8I (trace-oracle §4)
         width = layer.intermediate or (layer.moe.expert_intermediate if layer.moe else 0)
@@ -213,21 +223,31 @@ def activations(
     adapted: list[Tensor] | None = None,
     tp: int = 1,
     residual_bytes: int = 2,
+    adapter_copy_bytes: int = 0,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
     activations; the norms and residual stream (16h bytes per token) stay whole on every GPU (Korthikanti et
     al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4.2.2). ``residual_bytes``: the
     dtype of the residual stream, which is what checkpointing keeps per layer: the embedding's dtype (4 under
-    AMP / fp32, and for QLoRA after prepare_model_for_kbit_training made the embedding fp32)."""
+    AMP / fp32, and for QLoRA after prepare_model_for_kbit_training made the embedding fp32).
+    ``adapter_copy_bytes``: LoRA on a frozen 16-bit base: the bytes per element each adapter keeps of its input
+    (4: peft casts it to the fp32 adapter's dtype; 2: a 16-bit adapter keeps a 16-bit one); 0 for the general
+    rule (full fine-tuning, quantised bases)."""
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
     text = ""
     extras = _adapter_extras(work, adapted or [])
+    inputs: dict[int, int] = {}
+    for t in adapted or []:
+        if adapter_copy_bytes and t.layer is not None and t.part == "text":
+            inputs[t.layer] = inputs.get(t.layer, 0) + adapter_copy_bytes * t.shape[-1]
     host = 0.0
     for layer in arch.layers:
-        per_tok, text = _layer_bytes_per_token(arch, layer, lora)
+        per_tok, text = _layer_bytes_per_token(
+            arch, layer, lora, inputs.get(layer.index, 0) if adapter_copy_bytes else None
+        )
         per_tok += extras.get(layer.index, 0.0)
         replicated = 16 * arch.hidden
         per_tok = (per_tok - replicated) / tp + replicated
@@ -430,6 +450,7 @@ def training_phases(
     deepspeed = par.zero > 0 and work.precision != "fp32"
     extra_states = extra_temp = 0
     lora_fp32_inputs = False
+    adapter_copy_b = 0  # LoRA on a frozen 16-bit base: bytes per element of each adapter's saved input
     #: bytes per element of the residual stream: the embedding output's dtype
     residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
     saved: list[tuple[str, int]] = []
@@ -477,6 +498,10 @@ def training_phases(
             a_b = state_b = base_float
             adapter_label = f"the base dtype ({'fp32' if a_b == 4 else '16-bit'})"
         lora_fp32_inputs = a_b == 4 and work.precision != "fp32"
+        if not quantised and work.precision in ("bf16", "fp16") and not par.fsdp:
+            # (FSDP's flat parameters require grad as a whole, so its frozen weights keep their inputs as in a
+            # full fine-tune: the general rule applies there)
+            adapter_copy_b = 4 if lora_fp32_inputs else 2
         saved, bias_params = _saved_modules(facts, work, chosen)
         saved_params = sum(n for _, n in saved)
         e_b = 2 if deepspeed else base_float
@@ -531,7 +556,17 @@ def training_phases(
         )
         t_text = "DeepSpeed's fused Adam step: no step temporaries" if par.zero == 3 else DEEPSPEED_FLAT_TEXT
     trained = trainable + saved_params + bias_params
-    acts = activations(arch, work, prec, lora_fp32_inputs, act_lin, chosen, tp=par.tp, residual_bytes=residual_b)
+    acts = activations(
+        arch,
+        work,
+        prec,
+        lora_fp32_inputs,
+        act_lin,
+        chosen,
+        tp=par.tp,
+        residual_bytes=residual_b,
+        adapter_copy_bytes=adapter_copy_b,
+    )
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
@@ -664,14 +699,14 @@ def training_phases(
             "vision tower trained: its activations depend on the images per sample, which this estimate does "
             "not include"
         )
-    if work.grad_checkpointing:
-        # fms-acceleration's A100 benchmark CSVs: nvidia-smi 7-40 % above max_memory_allocated for checkpointed
-        # LoRA / QLoRA / full runs; the reserved level here adds far less (an allocator model is not built)
-        warnings.append(
-            "gradient checkpointing: the caching allocator often reserves 7-40 % more than the allocated peak "
-            "(public A100 runs), more than this estimate's reserve; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-            "lowers it"
-        )
+    # benchmarks/allocator: a traced 48-step Yi-6B LoRA run with lengths drawn up to 8192 tokens, replayed through
+    # the caching-allocator model, reserved 35.6 GiB for a 19.3 GiB allocated peak (20.7 with expandable segments);
+    # the same run at one fixed length reserves what the fixed-shape rule above gives
+    warnings.append(
+        "batches of varying length (no packing) make PyTorch's cache grow over the steps: in a simulated LoRA run "
+        "with lengths up to 8192 it reserved 1.8 x the allocated peak; PYTORCH_CUDA_ALLOC_CONF="
+        "expandable_segments:True kept it within 7 %"
+    )
     held: tuple[Component, ...] = ()  # gradients kept between micro-batches
     fresh: tuple[Component, ...] = ()  # a new gradient next to the stored one, for a moment in backward
     fresh_end: tuple[Component, ...] = ()  # ... or filled through backward and added at its end
