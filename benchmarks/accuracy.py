@@ -498,17 +498,28 @@ def _fms_scenario(data: dict[str, Any], models: Models, name: str, method: str, 
     )
 
 
-def run_heldout_fms(
-    catalog: Catalog | None = None,
-) -> tuple[list[Row], dict[str, dict[str, float]], list[str], int]:
+@dataclass(frozen=True)
+class FmsResult:
+    rows: list[Row]
+    #: median / p90 |error| of the same rows at each memory level
+    levels: dict[str, dict[str, float]]
+    #: runs that ran out of memory on 80 GB which the estimate calls "fits", out of ``oom_runs``
+    wrong_fits: list[str]
+    oom_runs: int
+    #: runs that completed which the estimate calls "does not fit"
+    wrong_no_fits: list[str]
+
+
+def run_heldout_fms(catalog: Catalog | None = None) -> FmsResult:
     """The second held-out fine-tuning set (benchmarks/data/heldout_fms_a100.yaml): rows at the level the file fixed
-    before any comparison, the median |error| per level for context, and the out-of-memory runs the estimate
-    wrongly calls "fits", out of how many."""
+    before any comparison, the median |error| per level for context, and the verdicts that contradict what the
+    runs did: out-of-memory runs called "fits", completed runs called "does not fit"."""
     data = yaml.safe_load((DATA / "heldout_fms_a100.yaml").read_text(encoding="utf-8"))
     models = Models(catalog or default_catalog())
     gpu = models.catalog.gpu(data["gpu"])
     rows: list[Row] = []
     by_level: dict[str, list[float]] = {"allocated": [], "device": []}
+    wrong_no_fits = []
     for name, method, gpus, batch, peak, nvidia_mib in data["rows"]:
         scenario = _fms_scenario(data, models, name, method, gpus, batch)
         est = estimate(scenario, models.facts(scenario.model.id), gpu)
@@ -520,6 +531,8 @@ def run_heldout_fms(
         rows.append(
             Row(rid, "held-out fms-acceleration", group, "allocated", measured, est.peak_allocated_bytes / GIB, "B")
         )
+        if est.fit is not None and est.fit.verdict == "does not fit":
+            wrong_no_fits.append(f"{name} {method} {gpus} GPU(s) batch {batch}: {est.fit.message}")
     wrong_fits = []
     for name, method, gpus, batch in data["out_of_memory"]:
         scenario = _fms_scenario(data, models, name, method, gpus, batch)
@@ -530,7 +543,7 @@ def run_heldout_fms(
         lv: {"n": len(v), "median": round(100 * statistics.median(v), 2), "p90": round(100 * _pct(v, 0.9), 2)}
         for lv, v in by_level.items()
     }
-    return rows, context, wrong_fits, len(data["out_of_memory"])
+    return FmsResult(rows, context, wrong_fits, len(data["out_of_memory"]), wrong_no_fits)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -605,7 +618,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, train_rows, skipped = run()
     heldout = run_heldout()
     held_ft, held_ft_levels = run_heldout_finetune()
-    held_fms, held_fms_levels, wrong_fits, oom_runs = run_heldout_fms()
+    fms = run_heldout_fms()
+    held_fms, wrong_fits, oom_runs = fms.rows, fms.wrong_fits, fms.oom_runs
     if args.rows:
         for r in rows + train_rows + heldout + held_ft + held_fms:
             print(
@@ -637,10 +651,13 @@ def main(argv: list[str] | None = None) -> int:
     held_fms_methods = _print_heldout_finetune(
         f"held-out fine-tuning, set 2 ({len(held_fms)} fms-acceleration runs outside the calibration set",
         held_fms,
-        held_fms_levels,
+        fms.levels,
     )
     print(f'  runs that ran out of memory on 80 GB and the estimate calls "fits": {len(wrong_fits)} of {oom_runs}')
     for line in wrong_fits:
+        print(f"    {line}")
+    print(f'  runs that completed and the estimate calls "does not fit": {len(fms.wrong_no_fits)} of {len(held_fms)}')
+    for line in fms.wrong_no_fits:
         print(f"    {line}")
     inference_skips = [x for x in skipped if not x[1].startswith("training: ")]
     training_skips = [x for x in skipped if x[1].startswith("training: ")]
@@ -657,6 +674,11 @@ def main(argv: list[str] | None = None) -> int:
         "heldout_finetune_fms": {
             **held_fms_methods,
             "wrong fits": {"n": oom_runs, "median": float(len(wrong_fits)), "p90": float(len(wrong_fits))},
+            "wrong no-fits": {
+                "n": len(held_fms),
+                "median": float(len(fms.wrong_no_fits)),
+                "p90": float(len(fms.wrong_no_fits)),
+            },
         },
     }
     if args.update_baseline or not BASELINE.exists():

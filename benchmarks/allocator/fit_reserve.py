@@ -1,0 +1,124 @@
+"""Fit and check the training reserve rule against simulated allocator runs.
+
+Every fixed-length trace in ``benchmarks/data/traces`` (``g-*``) is replayed through ``caching_allocator.py``;
+the gap between the simulated ``max_memory_reserved`` and ``max_memory_allocated`` is regressed on two figures
+the estimator already has for the same settings: the loss head's bytes at the start of backward and one layer's
+activations (the recomputed layer with checkpointing, an average layer without). Prints the least-squares
+coefficients for adapter (LoRA / QLoRA) and full fine-tuning, the leave-one-out error of the reserved peak they
+give, and the same error for the coefficients the estimator ships (``vramdesk.core.constants``).
+
+Run: ``python benchmarks/allocator/fit_reserve.py`` (no torch needed; about a minute).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import replay_report  # noqa: E402  (a sibling script, not a package)
+
+from vramdesk.core import constants as K  # noqa: E402
+from vramdesk.core.estimate import estimate, model_facts  # noqa: E402
+from vramdesk.core.gpu import GIB  # noqa: E402
+from vramdesk.services.catalog import default_catalog  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    full: bool
+    loss_head: int
+    layer: int
+    sim_allocated: int
+    sim_reserved: int
+    est_allocated: int
+    est_reserved: int
+
+
+def cases() -> list[Case]:
+    sim = replay_report.load_simulator()
+    gpu = default_catalog().gpu("A100 80GB SXM")
+    out: list[Case] = []
+    seen: set[tuple[object, ...]] = set()
+    for path in sorted((HERE.parent / "data" / "traces").glob("g-*.jsonl.gz")):
+        header, events = sim.read_trace(path)
+        st = header["settings"]
+        tokens = int(st["batch"]) * max(st["lengths"])
+        key = (st["config"], st["method"], st["lora_targets"], tokens, st["checkpointing"] != "none")
+        if key in seen:  # the same program (e.g. reentrant and non-reentrant checkpointing) counts once
+            continue
+        seen.add(key)
+        result = sim.replay(events)
+        scenario, config = replay_report.scenario_for(header, gpu.name)
+        facts = model_facts(config, scenario.model.id)
+        est = estimate(scenario, facts, gpu)
+        phases = {p.name: p for p in est.phases}
+
+        def part(phase: str, category: str, phases: dict = phases) -> int:  # type: ignore[type-arg]
+            p = phases.get(phase)
+            return sum(c.bytes for c in p.components if c.category == category) if p else 0
+
+        resident = part("loss + start of backward", "activations")
+        if "backward (recompute)" in phases:
+            layer = part("backward (recompute)", "activations") - resident
+        else:
+            layer = resident // facts.arch.n_layers
+        out.append(
+            Case(
+                path.name.removesuffix(".jsonl.gz"),
+                st["method"] == "full",
+                part("loss + start of backward", "logits"),
+                layer,
+                result.peak_allocated,
+                result.peak_reserved,
+                est.peak_allocated_bytes,
+                est.peak_reserved_bytes,
+            )
+        )
+    return out
+
+
+def _features(c: Case) -> list[float]:
+    lh, ly = c.loss_head / GIB, c.layer / GIB
+    return [lh, ly, lh * c.full, ly * c.full]
+
+
+def main() -> int:
+    data = cases()
+    x = np.array([_features(c) for c in data])
+    y = np.array([(c.sim_reserved - c.sim_allocated) / GIB for c in data])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    print(f"{len(data)} simulated training steps")
+    print(f"least squares: adapters {coef[0]:.3f} x loss head + {coef[1]:.3f} x layer; ", end="")
+    print(f"full {coef[0] + coef[2]:.3f} x loss head + {coef[1] + coef[3]:.3f} x layer")
+    loo = []
+    for i, c in enumerate(data):
+        keep = np.arange(len(data)) != i
+        ci = np.linalg.lstsq(x[keep], y[keep], rcond=None)[0]
+        loo.append(100 * ((c.est_allocated / GIB + x[i] @ ci) / (c.sim_reserved / GIB) - 1))
+    shipped = [100 * (c.est_reserved / c.sim_reserved - 1) for c in data]
+    for label, errs in (("leave-one-out fit", loo), ("shipped constants", shipped)):
+        a = np.abs(errs)
+        print(
+            f"{label:18} reserved peak |error| median {np.median(a):.1f} %, p90 {np.percentile(a, 90):.1f} %, "
+            f"signed {min(errs):+.1f} .. {max(errs):+.1f} %"
+        )
+    print(f"shipped: adapters {K.TRAIN_RESERVE_LOSS_HEAD['adapters']} / {K.TRAIN_RESERVE_LAYER['adapters']}, ", end="")
+    print(f"full {K.TRAIN_RESERVE_LOSS_HEAD['full']} / {K.TRAIN_RESERVE_LAYER['full']}")
+    print(f"\n{'trace':36} {'sim A':>7} {'est A':>7} {'sim R':>7} {'est R':>7}  GiB")
+    for c in data:
+        print(
+            f"{c.name:36} {c.sim_allocated / GIB:7.2f} {c.est_allocated / GIB:7.2f} "
+            f"{c.sim_reserved / GIB:7.2f} {c.est_reserved / GIB:7.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
