@@ -9,7 +9,6 @@ import importlib.util
 import json
 import random
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -494,14 +493,13 @@ def test_min_capacity_on_a_random_trace() -> None:
     assert ca.replay(events, capacity=need - 2 * MIB).oom is not None
 
 
-def test_replay_of_200k_events_takes_seconds_at_most() -> None:
+def test_replay_of_200k_events_ends_with_nothing_allocated() -> None:
+    # (its speed is a figure in the module docstring, measured by hand; timed unit tests are not used here)
     events = _synthetic_events(100_000)
     assert len(events) >= 200_000
-    t0 = time.perf_counter()
     r = ca.replay(events)
-    elapsed = time.perf_counter() - t0
     assert r.oom is None and r.stats.allocated == 0
-    assert elapsed < 10.0, f"replay took {elapsed:.1f} s"
+    assert r.peak_reserved >= r.peak_allocated > 0
 
 
 def test_command_line_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
