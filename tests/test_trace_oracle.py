@@ -121,6 +121,14 @@ def test_a_cache_that_overflows_the_card_is_tight_not_a_failure() -> None:
     cache_only = verdict(int(83 * GIB), gpu, allocated_bytes=int(68 * GIB))
     assert cache_only.verdict == "tight"
     assert "68.00 GiB" in cache_only.message and "83.00 GiB" in cache_only.message
+    assert cache_only.live_bytes == int(68 * GIB) and cache_only.short_bytes == 0
+    from vramdesk.ui.presenter import fit_message
+
+    assert fit_message(cache_only) == cache_only.message  # the window rebuilds the same sentence
+    from vramdesk.ui.core_text import localize
+
+    zh = localize(cache_only.message, "zh_CN")
+    assert "live tensors" not in zh and "68.00 GiB" in zh and "expandable_segments:True" in zh
     live = verdict(int(83 * GIB), gpu, allocated_bytes=int(81 * GIB))
     assert live.verdict == "does not fit"
     assert verdict(int(83 * GIB), gpu).verdict == "does not fit"

@@ -40,12 +40,14 @@ def verdict(
         available, where = budget_bytes, budget_label or "budget"
         room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
     margin = (available - required_bytes) / available
-    if required_bytes > available and allocated_bytes is not None and allocated_bytes <= available:
+    cache_only = required_bytes > available and allocated_bytes is not None and allocated_bytes <= available
+    if cache_only and allocated_bytes is not None:
         v = "tight"
         msg = (
             f"needs {allocated_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where} for live tensors, "
-            f"{required_bytes / GIB:.2f} GiB with the caching allocator's cache: it frees cached blocks before "
-            "running out, so this can run, with no room for fragmentation; expandable_segments helps"
+            f"{required_bytes / GIB:.2f} GiB with PyTorch's cache of free blocks: the allocator gives cached blocks "
+            f"back before it runs out, so this runs unless fragmentation takes more than the "
+            f"{(available - allocated_bytes) / GIB:.2f} GiB left; expandable_segments:True lowers that risk"
         )
     elif required_bytes > available:
         v = "does not fit"
@@ -77,5 +79,6 @@ def verdict(
         message=msg,
         available_bytes=available,
         basis=where,
-        short_bytes=max(0, required_bytes - available),
+        short_bytes=0 if cache_only else max(0, required_bytes - available),
+        live_bytes=allocated_bytes if cache_only else None,
     )

@@ -66,6 +66,9 @@ class Fit(_Frozen):
     basis: str = "total"
     #: how much is missing (0 when it fits)
     short_bytes: int = 0
+    #: training: the live tensors' part of ``required_bytes`` (the rest is PyTorch's cache of free blocks), when
+    #: the verdict is "tight" because only that cache overflows the GPU; None otherwise
+    live_bytes: int | None = None
 
 
 class GpuShare(_Frozen):

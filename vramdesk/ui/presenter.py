@@ -429,6 +429,13 @@ def fit_message(fit: Fit) -> str:
         return fit.message
     if fit.verdict == "does not fit":
         return f"needs {need} per GPU but the {fit.gpu} has {avail} {where}: short by {gib(fit.short_bytes)}"
+    if fit.verdict == "tight" and fit.live_bytes is not None:
+        return (
+            f"needs {gib(fit.live_bytes)} of {avail} {where} for live tensors, {need} with PyTorch's cache of free "
+            "blocks: the allocator gives cached blocks back before it runs out, so this runs unless fragmentation "
+            f"takes more than the {gib(fit.available_bytes - fit.live_bytes)} left; expandable_segments:True lowers "
+            "that risk"
+        )
     if fit.verdict == "tight":
         return (
             f"needs {need} of {avail} {where}: less than the {gib(fit.headroom_bytes)} headroom left for the "
