@@ -61,6 +61,8 @@ import time
 import traceback
 import weakref
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -83,32 +85,33 @@ def _round512(n: int) -> int:
 # --------------------------------------------------------------------------------------
 # The tracker
 # --------------------------------------------------------------------------------------
-class AllocTracker(TorchDispatchMode):
+# torch is not installed in the type-check venv, so TorchDispatchMode is Any there.
+class AllocTracker(TorchDispatchMode):  # type: ignore[misc]
     """Sees every aten op below autograd; records new storages and their deaths."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.events: list = []
-        self.live: dict = {}  # id(storage) -> (event id, nbytes, weakref)
+        self.events: list[list[Any]] = []
+        self.live: dict[int, tuple[int, int, weakref.ref[Any]]] = {}  # id(storage) -> (event id, nbytes, weakref)
         self.next_id = 0
         self.cur = 0  # live bytes, 512-rounded
-        self.phase = None
+        self.phase: str | None = None
         self.phase_peak = 0
         self.phase_t0 = time.perf_counter()
-        self.summary: list = []  # (phase, peak bytes, seconds)
-        self.scalar_reads: Counter = Counter()
+        self.summary: list[tuple[str, int, float]] = []  # (phase, peak bytes, seconds)
+        self.scalar_reads: Counter[str] = Counter()
         self.skip_scalar_allocs = False  # host-side 0-dim tensors (AdamW step, non-fused)
         self.n_alloc = 0
 
     # ---- phases -------------------------------------------------------------------
-    def mark(self, name: str):
+    def mark(self, name: str) -> None:
         self._close_phase()
         self.phase = name
         self.phase_peak = self.cur
         self.phase_t0 = time.perf_counter()
         self.events.append(["p", name])
 
-    def _close_phase(self):
+    def _close_phase(self) -> None:
         if self.phase is not None:
             dt = time.perf_counter() - self.phase_t0
             self.summary.append((self.phase, self.phase_peak, dt))
@@ -120,14 +123,14 @@ class AllocTracker(TorchDispatchMode):
             )
 
     # ---- storages -----------------------------------------------------------------
-    def _free(self, key):
+    def _free(self, key: int) -> None:
         rec = self.live.pop(key, None)
         if rec is None:
             return
         self.cur -= _round512(rec[1])
         self.events.append(["f", rec[0]])
 
-    def see(self, t: torch.Tensor, op: str):
+    def see(self, t: torch.Tensor, op: str) -> None:
         try:
             st = t.untyped_storage()
         except Exception:
@@ -140,14 +143,18 @@ class AllocTracker(TorchDispatchMode):
             return
         eid = self.next_id
         self.next_id += 1
-        ref = weakref.ref(st, lambda _r, k=key: self._free(k))
+
+        def _on_dead(_r: weakref.ref[Any], k: int = key) -> None:
+            self._free(k)
+
+        ref = weakref.ref(st, _on_dead)
         self.live[key] = (eid, nb, ref)
         self.events.append(["a", eid, nb, op])
         self.n_alloc += 1
         self.cur += _round512(nb)
         self.phase_peak = max(self.phase_peak, self.cur)
 
-    def forget(self, t: torch.Tensor):
+    def forget(self, t: torch.Tensor) -> None:
         """Drop a storage from the books without a free event (host-side tensor seen by mistake)."""
         key = id(t.untyped_storage())
         rec = self.live.pop(key, None)
@@ -161,7 +168,13 @@ class AllocTracker(TorchDispatchMode):
                 del self.events[i]
                 break
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         if func is aten._local_scalar_dense.default:
             x = args[0]
@@ -188,12 +201,12 @@ class AllocTracker(TorchDispatchMode):
                 self.see(t, op)
         return out
 
-    def finish(self):
+    def finish(self) -> None:
         self.mark("end")
         self._close_phase()
 
 
-def _is_fake(t) -> bool:
+def _is_fake(t: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
@@ -217,7 +230,16 @@ _ORIG_SDPA = F.scaled_dot_product_attention
 _ORIG_DROPOUT = F.dropout
 
 
-def _sdpa_cuda_policy(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+def _sdpa_cuda_policy(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
     """What torch's CUDA scaled_dot_product_attention does on sm80+ (flash > efficient > math).
 
     Mirrors aten/src/ATen/native/transformers/attention.cpp: backend choice, the bool mask
@@ -263,7 +285,7 @@ def _sdpa_cuda_policy(query, key, value, attn_mask=None, dropout_p=0.0, is_causa
     )[0]
 
 
-def _dropout_cuda(input, p=0.5, training=True, inplace=False):
+def _dropout_cuda(input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
     """CUDA dropout = fused native_dropout (output + 1-byte bool mask)."""
     if not training or p == 0.0:
         return input
@@ -275,9 +297,9 @@ def _dropout_cuda(input, p=0.5, training=True, inplace=False):
     return out
 
 
-def apply_cuda_emulation(native_sdpa: bool):
+def apply_cuda_emulation(native_sdpa: bool) -> list[str]:
     """Patches so that the fake-CPU run takes the code paths of a CUDA run. Returns their names."""
-    applied = []
+    applied: list[str] = []
     import transformers.masking_utils as mu
     from transformers.utils import import_utils as iu
 
@@ -285,9 +307,9 @@ def apply_cuda_emulation(native_sdpa: bool):
     # and assumes packed sequences. On a GPU the tensors are real: let masking_utils read
     # values (the tracker answers data-dependent reads: bool -> True, i.e. "no padding /
     # no packing"), which is the unpadded-batch answer.
-    orig_is_tracing = iu.is_tracing
+    orig_is_tracing: Callable[[Any], bool] = iu.is_tracing
 
-    def is_tracing_no_fake(tensor=None):
+    def is_tracing_no_fake(tensor: Any = None) -> bool:
         return orig_is_tracing(None)
 
     mu.is_tracing = is_tracing_no_fake
@@ -303,7 +325,7 @@ def apply_cuda_emulation(native_sdpa: bool):
 
 
 @contextlib.contextmanager
-def module_to_noop():
+def module_to_noop() -> Iterator[None]:
     """nn.Module.to does nothing (peft moves/casts adapters; FakeTensor params cannot be swapped)."""
     orig = torch.nn.Module.to
     torch.nn.Module.to = lambda self, *a, **k: self
@@ -316,11 +338,19 @@ def module_to_noop():
 # --------------------------------------------------------------------------------------
 # Lengths
 # --------------------------------------------------------------------------------------
-def lognormal_lengths(n, mean=3234.0, sd=2548.0, lo=91, hi=19548, seed=0, max_length=None):
+def lognormal_lengths(
+    n: int,
+    mean: float = 3234.0,
+    sd: float = 2548.0,
+    lo: int = 91,
+    hi: int = 19548,
+    seed: int = 0,
+    max_length: int | None = None,
+) -> list[int]:
     s2 = math.log(1.0 + (sd / mean) ** 2)
     mu = math.log(mean) - s2 / 2.0
     rng = random.Random(seed)
-    out = []
+    out: list[int] = []
     for _ in range(n):
         x = round(rng.lognormvariate(mu, math.sqrt(s2)))
         x = min(max(x, lo), hi)
@@ -333,7 +363,7 @@ def lognormal_lengths(n, mean=3234.0, sd=2548.0, lo=91, hi=19548, seed=0, max_le
 # --------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------
-def _outputs_to_fp32(out):
+def _outputs_to_fp32(out: Any) -> Any:
     """accelerate's ConvertOutputsToFp32: every fp16/bf16 tensor of the model output -> .float()."""
     try:
         from accelerate.utils.operations import convert_to_fp32
@@ -346,7 +376,7 @@ def _outputs_to_fp32(out):
         return out
 
 
-def decay_param_groups(model, params_named):
+def decay_param_groups(model: Any, params_named: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
     """HF Trainer.create_optimizer grouping: weight-decay group, then no-decay (bias / norms)."""
     norm_pat = re.compile(r"(bias|layernorm|rmsnorm|(?:^|\.)norm(?:$|\.)|_norm(?:$|\.))", re.I)
     decay = [p for n, p in params_named if not norm_pat.search(n)]
@@ -354,9 +384,9 @@ def decay_param_groups(model, params_named):
     return [{"params": decay, "weight_decay": 0.0}, {"params": nodecay, "weight_decay": 0.0}]
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--config", required=True, help="path to a config.json (or a directory holding one)")
     ap.add_argument("--out", required=True, help="output .jsonl.gz")
@@ -391,12 +421,13 @@ def main(argv=None):
     ap.add_argument(
         "--native-sdpa", action="store_true", help="do not emulate the CUDA SDPA backend choice (needed with --real)"
     )
-    args = ap.parse_args(argv)
+    args: argparse.Namespace = ap.parse_args(argv)
 
     import peft
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    lengths: list[int]
     if args.lengths:
         lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
         if args.max_length:
@@ -406,9 +437,13 @@ def main(argv=None):
     else:
         ap.error("give --lengths or --random-lengths")
 
-    settings = dict(vars(args))
+    settings: dict[str, Any] = dict(vars(args))
     settings["lengths"] = lengths
-    versions = {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
+    versions: dict[str, str] = {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+    }
 
     torch.manual_seed(0)
     patches = apply_cuda_emulation(native_sdpa=args.native_sdpa)
@@ -463,7 +498,7 @@ def main(argv=None):
         model.train()
 
         # parameters / buffers: relabel their allocation events, add any the mode did not see
-        seen_ids = {}
+        seen_ids: dict[int, int] = {}  # allocation event id -> index in tracker.events
         for i, e in enumerate(tracker.events):
             if e[0] == "a":
                 seen_ids[e[1]] = i
@@ -484,7 +519,7 @@ def main(argv=None):
 
         trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         groups = [g for g in decay_param_groups(model, trainable) if g["params"]]
-        okw = {"lr": 1e-4, "betas": (0.9, 0.999), "eps": 1e-8}
+        okw: dict[str, Any] = {"lr": 1e-4, "betas": (0.9, 0.999), "eps": 1e-8}
         if args.optimizer == "adamw-foreach":
             opt = torch.optim.AdamW(groups, foreach=True, **okw)
         elif args.optimizer == "adamw-fused":
@@ -495,7 +530,7 @@ def main(argv=None):
         use_autocast = args.precision == "amp-bf16" or args.trainer_amp_wrap
         amp = torch.autocast("cpu", dtype=torch.bfloat16) if use_autocast else contextlib.nullcontext()
         ga = args.grad_accum
-        k = 0
+        n_opt = 0
         for i, s in enumerate(lengths):
             tracker.mark(f"step{i}-fwd")
             input_ids = torch.ones((args.batch, s), dtype=torch.long)
@@ -511,16 +546,16 @@ def main(argv=None):
             loss.backward()
             del loss, input_ids, labels
             if (i + 1) % ga == 0:
-                tracker.mark(f"opt{k}")
+                tracker.mark(f"opt{n_opt}")
                 tracker.skip_scalar_allocs = args.optimizer != "adamw-fused"
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 tracker.skip_scalar_allocs = False
-                k += 1
+                n_opt += 1
         tracker.finish()
     wall = time.perf_counter() - t_all
 
-    header = {
+    header: dict[str, Any] = {
         "format": FORMAT,
         "config": cfg_path,
         "settings": settings,
