@@ -214,6 +214,12 @@ def test_finetune_options_reach_the_training_estimate() -> None:
     assert d["host_bytes"] > 0 and d["scenario"]["workload"]["lora_dropout"] == 0.1
     code, text = cli(*base)
     assert code == 0 and "trainable" in text
+    # expandable segments: the same live tensors, a smaller allocator cache on top
+    _, exp = cli(*base, "--expandable-segments", "--json")
+    e = json.loads(exp)
+    assert e["peak_allocated_bytes"] == p["peak_allocated_bytes"]
+    assert p["peak_allocated_bytes"] < e["peak_reserved_bytes"] < p["peak_reserved_bytes"]
+    assert e["scenario"]["workload"]["expandable_segments"] is True
 
 
 def test_nodes_option() -> None:

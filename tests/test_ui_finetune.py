@@ -58,12 +58,22 @@ def shown(w: MainWindow) -> Estimate:
 
 
 def test_the_new_options_round_trip_through_the_presenter() -> None:
-    s = finetune(lora_dropout=0.1, dora=True, chunked_loss=True, activation_offload=True)
+    s = finetune(lora_dropout=0.1, dora=True, chunked_loss=True, activation_offload=True, expandable_segments=True)
     form = form_from_scenario(s)
     assert (form.lora_dropout, form.dora, form.chunked_loss, form.activation_offload) == (0.1, True, True, True)
+    assert form.expandable_segments
     assert scenario_from_form(s, form) == s
     plain = scenario_from_form(
-        s, FormValues(**{**form.__dict__, "dora": False, "chunked_loss": False, "activation_offload": False})
+        s,
+        FormValues(
+            **{
+                **form.__dict__,
+                "dora": False,
+                "chunked_loss": False,
+                "activation_offload": False,
+                "expandable_segments": False,
+            }
+        ),
     )
     assert plain.workload == finetune(lora_dropout=0.1).workload
     # the inference form keeps the defaults (nothing leaks into an inference scenario)

@@ -65,6 +65,7 @@ _FINETUNE_KEYS = {
     "dora",
     "chunked_loss",
     "activation_offload",
+    "expandable_segments",
     "modules_to_save",
     "lora_bias",
     "adapter_dtype",
@@ -206,6 +207,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         help="adapters in fp32 (peft >= 0.12) or in the base weights' dtype (older peft) [fp32]",
     )
     p.add_argument("--chunked-loss", action=argparse.BooleanOptionalAction, default=None, help="chunked cross-entropy")
+    p.add_argument(
+        "--expandable-segments",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fine-tuning: a smaller allocator cache)",
+    )
     p.add_argument(
         "--activation-offload",
         action=argparse.BooleanOptionalAction,

@@ -7,6 +7,8 @@ activations (the recomputed layer with checkpointing, an average layer without).
 coefficients for adapter (LoRA / QLoRA) and full fine-tuning, the leave-one-out error of the reserved peak they
 give, and the same error for the coefficients the estimator ships (``vramdesk.core.constants``).
 
+The same for ``expandable_segments:True`` replays, where one coefficient on the loss head is enough.
+
 Run: ``python benchmarks/allocator/fit_reserve.py`` (no torch needed; about a minute).
 """
 
@@ -39,6 +41,9 @@ class Case:
     sim_reserved: int
     est_allocated: int
     est_reserved: int
+    #: the same replay with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, and the estimate with that setting
+    sim_reserved_expandable: int = 0
+    est_reserved_expandable: int = 0
 
 
 def cases() -> list[Case]:
@@ -55,9 +60,12 @@ def cases() -> list[Case]:
             continue
         seen.add(key)
         result = sim.replay(events)
+        expandable = sim.replay(events, expandable_segments=True)
         scenario, config = replay_report.scenario_for(header, gpu.name)
         facts = model_facts(config, scenario.model.id)
         est = estimate(scenario, facts, gpu)
+        work = scenario.workload.model_copy(update={"expandable_segments": True})
+        est_exp = estimate(scenario.model_copy(update={"workload": work}), facts, gpu)
         phases = {p.name: p for p in est.phases}
 
         def part(phase: str, category: str, phases: dict = phases) -> int:  # type: ignore[type-arg]
@@ -79,6 +87,8 @@ def cases() -> list[Case]:
                 result.peak_reserved,
                 est.peak_allocated_bytes,
                 est.peak_reserved_bytes,
+                expandable.peak_reserved,
+                est_exp.peak_reserved_bytes,
             )
         )
     return out
@@ -111,11 +121,24 @@ def main() -> int:
         )
     print(f"shipped: adapters {K.TRAIN_RESERVE_LOSS_HEAD['adapters']} / {K.TRAIN_RESERVE_LAYER['adapters']}, ", end="")
     print(f"full {K.TRAIN_RESERVE_LOSS_HEAD['full']} / {K.TRAIN_RESERVE_LAYER['full']}")
-    print(f"\n{'trace':36} {'sim A':>7} {'est A':>7} {'sim R':>7} {'est R':>7}  GiB")
+    # expandable segments: the cache left is mostly the loss head's (one coefficient, both regimes)
+    lh = np.array([c.loss_head / GIB for c in data])
+    ye = np.array([(c.sim_reserved_expandable - c.sim_allocated) / GIB for c in data])
+    coef_exp = float(lh @ ye / (lh @ lh))
+    exp_err = [100 * (c.est_reserved_expandable / c.sim_reserved_expandable - 1) for c in data]
+    e = np.abs(exp_err)
+    print(
+        f"expandable segments: least squares {coef_exp:.3f} x loss head "
+        f"(shipped {K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD}); "
+        f"reserved peak |error| median {np.median(e):.1f} %, p90 {np.percentile(e, 90):.1f} %, "
+        f"signed {min(exp_err):+.1f} .. {max(exp_err):+.1f} %"
+    )
+    print(f"\n{'trace':36} {'sim A':>7} {'est A':>7} {'sim R':>7} {'est R':>7} {'sim Rx':>7} {'est Rx':>7}  GiB")
     for c in data:
         print(
             f"{c.name:36} {c.sim_allocated / GIB:7.2f} {c.est_allocated / GIB:7.2f} "
-            f"{c.sim_reserved / GIB:7.2f} {c.est_reserved / GIB:7.2f}"
+            f"{c.sim_reserved / GIB:7.2f} {c.est_reserved / GIB:7.2f} "
+            f"{c.sim_reserved_expandable / GIB:7.2f} {c.est_reserved_expandable / GIB:7.2f}"
         )
     return 0
 

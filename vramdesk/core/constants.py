@@ -59,11 +59,18 @@ FIT_HEADROOM_MIN = 256 * MIB
 #: about 10 % of the reserved peak (leave-one-out p90); the rule it replaces (10 % of the activations) was 17 %.
 TRAIN_RESERVE_LOSS_HEAD = {"adapters": 0.23, "full": 0.32}
 TRAIN_RESERVE_LAYER = {"adapters": 0.46, "full": 1.74}
+#: the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place, and what stays cached
+#: follows the loss head (least squares over the same replays; fit_reserve.py prints it and its error)
+TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD = 0.20
 #: NCCL communicator buffers per process (NVIDIA/nccl#964: 0.5-1.6 GiB); 768 MiB used
 NCCL_PER_PROCESS = 768 * MIB
 SOURCES_TRAINING = (
     "reserved = allocated + a x loss head + b x one layer's activations (LoRA 0.23 / 0.46, full 0.32 / 1.74), fitted "
     "to traced training steps replayed through a model of PyTorch's caching allocator"
+)
+SOURCES_TRAINING_EXPANDABLE = (
+    "reserved = allocated + 0.20 x loss head with expandable_segments:True, fitted to traced training steps "
+    "replayed through a model of PyTorch's caching allocator"
 )
 
 SOURCES = {

@@ -360,6 +360,8 @@ def _estimate_training(
             layer = max(0, part("backward (recompute)", "activations") - resident)
         else:
             layer = resident // max(1, facts.arch.n_layers)
+        if work.expandable_segments:
+            return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
         return int(K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer)
 
     stage_phases = [with_ws(st) for st in run.stages] or [with_ws(run.phases)]
@@ -420,7 +422,9 @@ def _estimate_training(
         notes=facts.notes,
     )
     constants = dict(K.SOURCES)
-    constants["training fragmentation"] = K.SOURCES_TRAINING
+    constants["training fragmentation"] = (
+        K.SOURCES_TRAINING_EXPANDABLE if work.expandable_segments else K.SOURCES_TRAINING
+    )
     return Estimate(
         model_id=facts.model_id,
         params=params,

@@ -137,6 +137,9 @@ class FinetuneWorkload(_Frozen):
     chunked_loss: bool = False
     #: activations moved to CPU memory during the forward (torchtune / DeepSpeed activation offloading)
     activation_offload: bool = False
+    #: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments in place, so its
+    #: cache of free blocks (the reserved - allocated gap) stays small
+    expandable_segments: bool = False
     #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
     modules_to_save: tuple[str, ...] = ()
     #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")

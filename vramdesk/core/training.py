@@ -702,11 +702,12 @@ def training_phases(
     # benchmarks/allocator: a traced 48-step Yi-6B LoRA run with lengths drawn up to 8192 tokens, replayed through
     # the caching-allocator model, reserved 35.6 GiB for a 19.3 GiB allocated peak (20.7 with expandable segments);
     # the same run at one fixed length reserves what the fixed-shape rule above gives
-    warnings.append(
-        "batches of varying length (no packing) make PyTorch's cache grow over the steps: in a simulated LoRA run "
-        "with lengths up to 8192 it reserved 1.8 x the allocated peak; PYTORCH_CUDA_ALLOC_CONF="
-        "expandable_segments:True kept it within 7 %"
-    )
+    if not work.expandable_segments:
+        warnings.append(
+            "batches of varying length (no packing) make PyTorch's cache grow over the steps: in a simulated LoRA run "
+            "with lengths up to 8192 it reserved 1.8 x the allocated peak; PYTORCH_CUDA_ALLOC_CONF="
+            "expandable_segments:True kept it within 7 %"
+        )
     held: tuple[Component, ...] = ()  # gradients kept between micro-batches
     fresh: tuple[Component, ...] = ()  # a new gradient next to the stored one, for a moment in backward
     fresh_end: tuple[Component, ...] = ()  # ... or filled through backward and added at its end

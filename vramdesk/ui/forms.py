@@ -354,6 +354,13 @@ class WorkloadForm(QWidget):
                 "for one chunk at a time, so the loss head shrinks (most with large vocabularies)"
             )
         )
+        self.expandable_check = QCheckBox(tr("expandable segments"))
+        self.expandable_check.setToolTip(
+            tr(
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: PyTorch's allocator grows its memory in place "
+                "instead of keeping blocks it cannot reuse, so nvidia-smi shows less above the allocated peak"
+            )
+        )
         self.activation_offload_check = QCheckBox(tr("activation offloading"))
         self.activation_offload_check.setToolTip(
             tr(
@@ -442,6 +449,7 @@ class WorkloadForm(QWidget):
         fl2.addRow(self.dora_check)
         fl2.addRow(self.chunked_loss_check)
         fl2.addRow(self.activation_offload_check)
+        fl2.addRow(self.expandable_check)
         fl2.addRow(tr("Vision tower"), self.vision_combo)
 
         self.tabs = QTabWidget()
@@ -600,6 +608,7 @@ class WorkloadForm(QWidget):
             self.dora_check,
             self.chunked_loss_check,
             self.activation_offload_check,
+            self.expandable_check,
             self.save_embed_check,
             self.save_head_check,
             self.fsdp_check,
@@ -791,6 +800,7 @@ class WorkloadForm(QWidget):
             dora=self.dora_check.isChecked(),
             chunked_loss=self.chunked_loss_check.isChecked(),
             activation_offload=self.activation_offload_check.isChecked(),
+            expandable_segments=self.expandable_check.isChecked(),
             modules_to_save=tuple(
                 kind
                 for kind, check in (("embed", self.save_embed_check), ("lm_head", self.save_head_check))
@@ -845,6 +855,7 @@ class WorkloadForm(QWidget):
             self.dora_check.setChecked(form.dora)
             self.chunked_loss_check.setChecked(form.chunked_loss)
             self.activation_offload_check.setChecked(form.activation_offload)
+            self.expandable_check.setChecked(form.expandable_segments)
             self.save_embed_check.setChecked("embed" in form.modules_to_save)
             self.save_head_check.setChecked("lm_head" in form.modules_to_save)
             select(self.lora_bias_combo, form.lora_bias)

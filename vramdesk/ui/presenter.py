@@ -150,6 +150,7 @@ class FormValues:
     dora: bool = False
     chunked_loss: bool = False
     activation_offload: bool = False
+    expandable_segments: bool = False
     #: peft modules_to_save ("embed", "lm_head"); dropped from the scenario for a full fine-tune
     modules_to_save: tuple[str, ...] = ()
     #: peft LoRA bias ("none", "all", "lora_only"); dropped from the scenario for a full fine-tune
@@ -213,6 +214,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         dora=ft.dora,
         chunked_loss=ft.chunked_loss,
         activation_offload=ft.activation_offload,
+        expandable_segments=ft.expandable_segments,
         modules_to_save=ft.modules_to_save,
         lora_bias=ft.lora_bias,
         adapter_dtype=ft.adapter_dtype,
@@ -266,6 +268,7 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             dora=form.dora,
             chunked_loss=form.chunked_loss,
             activation_offload=form.activation_offload,
+            expandable_segments=form.expandable_segments,
             # the core rejects both for a full fine-tune (it trains every module already); the form keeps them
             modules_to_save=saved,
             lora_bias=form.lora_bias if adapters else "none",
