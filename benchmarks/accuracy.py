@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -260,6 +261,25 @@ def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
     raise LookupError(f"task '{row['task']}' is not estimated")
 
 
+#: S05 (ms-swift) trains on cls-fudan-news-zh one sample per batch, unpacked, cut at max_length; SOURCES.md gives
+#: the dataset's token statistics (Qwen tokenizer): mean 3234, sd 2548, min 91, max 19548
+S05_LENGTHS = (3234.0, 2548.0)
+
+
+def truncated_mean_length(max_len: int, mean: float, sd: float) -> int:
+    """Mean of min(X, max_len) for X lognormal with the given mean and sd: the mean batch length of a dataset cut
+    at max_len (E[X; X < L] + L P(X >= L), in closed form)."""
+    s2 = math.log(1 + (sd / mean) ** 2)
+    s, mu = math.sqrt(s2), math.log(mean) - s2 / 2
+
+    def phi(z: float) -> float:
+        return 0.5 * (1 + math.erf(z / math.sqrt(2)))
+
+    ln = math.log(max_len)
+    below = math.exp(mu + s2 / 2) * phi((ln - mu - s2) / s)
+    return round(below + max_len * (1 - phi((ln - mu) / s)))
+
+
 def _training_scenario(row: dict[str, Any], facts: ModelFacts, gpu: GpuSpec) -> Scenario:
     t = row["training"]
     why = []
@@ -336,6 +356,8 @@ def _training_scenario(row: dict[str, Any], facts: ModelFacts, gpu: GpuSpec) -> 
         "chunked_loss": "chunked" in str(t.get("loss", "")).lower(),
         "activation_offload": bool(t.get("activation_offloading")),
     }
+    if row.get("source_id") == "S05":
+        work["mean_seq_len"] = truncated_mean_length(int(t["seq_len"]), *S05_LENGTHS)
     return Scenario.model_validate(
         {"model": {"id": facts.model_id}, "weights": base, "workload": work, "hardware": {"gpu": gpu.name}}
     )

@@ -220,6 +220,13 @@ def test_finetune_options_reach_the_training_estimate() -> None:
     assert e["peak_allocated_bytes"] == p["peak_allocated_bytes"]
     assert p["peak_allocated_bytes"] < e["peak_reserved_bytes"] < p["peak_reserved_bytes"]
     assert e["scenario"]["workload"]["expandable_segments"] is True
+    # unpacked batches of varying length: the longest sets the live tensors, the mix adds cache
+    _, var = cli(*base, "--mean-seq-len", "1500", "--json")
+    v = json.loads(var)
+    assert v["peak_allocated_bytes"] == p["peak_allocated_bytes"]
+    assert v["peak_reserved_bytes"] > p["peak_reserved_bytes"]
+    code, _ = cli(*base, "--mean-seq-len", "5000")
+    assert code == 2
 
 
 def test_nodes_option() -> None:

@@ -58,8 +58,16 @@ def shown(w: MainWindow) -> Estimate:
 
 
 def test_the_new_options_round_trip_through_the_presenter() -> None:
-    s = finetune(lora_dropout=0.1, dora=True, chunked_loss=True, activation_offload=True, expandable_segments=True)
+    s = finetune(
+        lora_dropout=0.1,
+        dora=True,
+        chunked_loss=True,
+        activation_offload=True,
+        expandable_segments=True,
+        mean_seq_len=1024,
+    )
     form = form_from_scenario(s)
+    assert form.mean_seq_len == 1024
     assert (form.lora_dropout, form.dora, form.chunked_loss, form.activation_offload) == (0.1, True, True, True)
     assert form.expandable_segments
     assert scenario_from_form(s, form) == s
@@ -72,6 +80,7 @@ def test_the_new_options_round_trip_through_the_presenter() -> None:
                 "chunked_loss": False,
                 "activation_offload": False,
                 "expandable_segments": False,
+                "mean_seq_len": 0,
             }
         ),
     )

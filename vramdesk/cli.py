@@ -55,6 +55,7 @@ _FINETUNE_KEYS = {
     "method",
     "micro_batch",
     "seq_len",
+    "mean_seq_len",
     "grad_accum",
     "optimizer",
     "precision",
@@ -169,6 +170,12 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         help="logits for every prompt position, as generate() did before transformers 4.45",
     )
     p.add_argument("--seq-len", type=_positive, default=None, help="training sequence length [2048]")
+    p.add_argument(
+        "--mean-seq-len",
+        type=_positive,
+        default=None,
+        help="unpacked batches of varying length: their mean (--seq-len is then the longest) [packed]",
+    )
     p.add_argument("--micro-batch", type=_positive, default=None)
     p.add_argument("--grad-accum", type=_positive, default=None)
     p.add_argument(

@@ -7,18 +7,21 @@ activations (the recomputed layer with checkpointing, an average layer without).
 coefficients for adapter (LoRA / QLoRA) and full fine-tuning, the leave-one-out error of the reserved peak they
 give, and the same error for the coefficients the estimator ships (``vramdesk.core.constants``).
 
-The same for ``expandable_segments:True`` replays, where one coefficient on the loss head is enough.
+The same for ``expandable_segments:True`` replays, where one coefficient on the loss head is enough, and the
+varying-length rule against the replayed runs of ``benchmarks/data/allocator_varying.yaml``.
 
 Run: ``python benchmarks/allocator/fit_reserve.py`` (no torch needed; about a minute).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -28,6 +31,7 @@ import replay_report  # noqa: E402  (a sibling script, not a package)
 from vramdesk.core import constants as K  # noqa: E402
 from vramdesk.core.estimate import estimate, model_facts  # noqa: E402
 from vramdesk.core.gpu import GIB  # noqa: E402
+from vramdesk.core.scenario import Scenario  # noqa: E402
 from vramdesk.services.catalog import default_catalog  # noqa: E402
 
 
@@ -94,6 +98,62 @@ def cases() -> list[Case]:
     return out
 
 
+def varying() -> None:
+    """Unpacked batches of varying length (benchmarks/data/allocator_varying.yaml, replayed 48-step runs): the
+    cache each run's replay keeps, as a multiple k of the loss head at its longest batch, against max/mean, and the
+    estimate with the run's mean length given (K.TRAIN_RESERVE_VARYING: k = a x max/mean - b)."""
+    runs = yaml.safe_load((HERE.parent / "data" / "allocator_varying.yaml").read_text(encoding="utf-8"))["runs"]
+    gpu = default_catalog().gpu("A100 80GB SXM")
+    scale, offset = K.TRAIN_RESERVE_VARYING
+    print(f"\nvarying lengths: cache = k x loss head, shipped k = {scale} x max/mean - {offset} (adapters)")
+    errors = []
+    for name, r in runs.items():
+        config = json.loads((HERE.parent.parent / r["command"].split("--config ")[1].split()[0]).read_text("utf-8"))
+        work: dict[str, object] = {
+            "kind": "finetune",
+            "method": r["method"],
+            "seq_len": r["max_length"],
+            "grad_accum": 16,
+        }
+        if r["method"] == "lora":
+            cmd = r["command"]
+            targets = cmd.split("--lora-targets ")[1].split()[0]
+            work.update(
+                lora_rank=8,
+                lora_dropout=0.05,
+                lora_targets=[replay_report._SHORT.get(x, x) for x in targets.split(",")],
+            )
+        plain = Scenario.model_validate({"model": {"id": name}, "workload": work, "hardware": {"gpu": gpu.name}})
+        facts = model_facts(config, name)
+        fixed = estimate(plain, facts, gpu)
+        head = sum(
+            c.bytes
+            for p in fixed.phases
+            if p.name == "loss + start of backward"
+            for c in p.components
+            if c.category == "logits"
+        )
+        var = Scenario.model_validate(
+            {
+                "model": {"id": name},
+                "workload": {**work, "mean_seq_len": r["mean_length"]},
+                "hardware": {"gpu": gpu.name},
+            }
+        )
+        est = estimate(var, facts, gpu)
+        k = (r["reserved"] - r["allocated"]) * GIB / head
+        err = 100 * (est.peak_reserved_bytes / (r["reserved"] * GIB) - 1)
+        if r["method"] == "lora":
+            errors.append(err)
+        print(
+            f"  {name:24} {r['method']:5} max/mean {r['max_length'] / r['mean_length']:4.2f}  k {k:4.2f}  "
+            f"reserved {r['reserved']:6.2f} est {est.peak_reserved_bytes / GIB:6.2f} ({err:+.1f} %)  "
+            f"need {r['need']:6.2f} (allocated {r['allocated']:6.2f})"
+        )
+    a = np.abs(errors)
+    print(f"  LoRA runs: reserved peak |error| median {np.median(a):.1f} %, max {a.max():.1f} %")
+
+
 def _features(c: Case) -> list[float]:
     lh, ly = c.loss_head / GIB, c.layer / GIB
     return [lh, ly, lh * c.full, ly * c.full]
@@ -133,6 +193,7 @@ def main() -> int:
         f"reserved peak |error| median {np.median(e):.1f} %, p90 {np.percentile(e, 90):.1f} %, "
         f"signed {min(exp_err):+.1f} .. {max(exp_err):+.1f} %"
     )
+    varying()
     print(f"\n{'trace':36} {'sim A':>7} {'est A':>7} {'sim R':>7} {'est R':>7} {'sim Rx':>7} {'est Rx':>7}  GiB")
     for c in data:
         print(

@@ -62,6 +62,12 @@ TRAIN_RESERVE_LAYER = {"adapters": 0.46, "full": 1.74}
 #: the same with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: segments grow in place, and what stays cached
 #: follows the loss head (least squares over the same replays; fit_reserve.py prints it and its error)
 TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD = 0.20
+#: adapters trained on unpacked batches of varying length: each new length leaves blocks of the old sizes in the
+#: cache. Replays of 48-step LoRA runs (Mistral-7B, Llama-2-7B, Yi-6B, Qwen2.5-1.5B; lengths from a lognormal with
+#: a chat dataset's mean 3234 / sd 2548 tokens, cut at 2k / 4k / 8k) keep a cache of k x the loss head at the
+#: longest batch, k = 0.4-0.8 at mean/max 0.87, 1.1-1.3 at 0.67, 2.6-3.0 at 0.40: k = 1.6 x max/mean - 1.2.
+#: Their smallest workable capacity stays within 2 GiB of the allocated peak (the cache is given back first).
+TRAIN_RESERVE_VARYING = (1.6, 1.2)
 #: NCCL communicator buffers per process (NVIDIA/nccl#964: 0.5-1.6 GiB); 768 MiB used
 NCCL_PER_PROCESS = 768 * MIB
 SOURCES_TRAINING = (

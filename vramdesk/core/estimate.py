@@ -362,7 +362,11 @@ def _estimate_training(
             layer = resident // max(1, facts.arch.n_layers)
         if work.expandable_segments:
             return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
-        return int(K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer)
+        slack = K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer
+        if work.mean_seq_len is not None and regime == "adapters":
+            scale, offset = K.TRAIN_RESERVE_VARYING
+            slack = max(slack, (scale * work.seq_len / work.mean_seq_len - offset) * loss_head)
+        return int(slack)
 
     stage_phases = [with_ws(st) for st in run.stages] or [with_ws(run.phases)]
     phases = stage_phases[0]

@@ -119,6 +119,9 @@ class FinetuneWorkload(_Frozen):
     method: Method = "lora"
     micro_batch: int = Field(default=1, ge=1, le=65536)
     seq_len: int = Field(default=2048, ge=1, le=MAX_TOKENS)
+    #: unpacked batches whose length varies: their mean length (``seq_len`` is then the longest). None = every
+    #: batch is ``seq_len`` long (packed, or padded to the maximum)
+    mean_seq_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     grad_accum: int = Field(default=1, ge=1, le=1_000_000)
     optimizer: Optimizer = "adamw"
     precision: TrainPrecision = "bf16"
@@ -164,6 +167,15 @@ class FinetuneWorkload(_Frozen):
             if kind not in out:
                 out.append(kind)
         return tuple(out)
+
+    @model_validator(mode="after")
+    def _mean_below_max(self) -> FinetuneWorkload:
+        if self.mean_seq_len is not None and self.mean_seq_len > self.seq_len:
+            raise ValueError(
+                f"mean_seq_len {self.mean_seq_len} is longer than seq_len {self.seq_len}: seq_len is the longest "
+                "batch, mean_seq_len the average of the varying ones"
+            )
+        return self
 
     @model_validator(mode="after")
     def _adapters_only(self) -> FinetuneWorkload:

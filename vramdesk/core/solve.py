@@ -91,7 +91,12 @@ def _accepted(allow_tight: bool) -> tuple[str, ...]:
 def with_work(scenario: Scenario, **update: Any) -> Scenario:
     """A copy of ``scenario`` with workload fields replaced, validated."""
     data = scenario.model_dump(mode="json")
-    data["workload"].update(update)
+    work = data["workload"]
+    work.update(update)
+    mean = work.get("mean_seq_len")
+    if mean is not None and "seq_len" in update and mean > work["seq_len"]:
+        # a shorter longest batch cuts the varying ones too: their mean cannot exceed it
+        work["mean_seq_len"] = work["seq_len"]
     return Scenario.model_validate(data)
 
 

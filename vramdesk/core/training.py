@@ -702,11 +702,17 @@ def training_phases(
     # benchmarks/allocator: a traced 48-step Yi-6B LoRA run with lengths drawn up to 8192 tokens, replayed through
     # the caching-allocator model, reserved 35.6 GiB for a 19.3 GiB allocated peak (20.7 with expandable segments);
     # the same run at one fixed length reserves what the fixed-shape rule above gives
-    if not work.expandable_segments:
+    if not work.expandable_segments and work.mean_seq_len is None:
         warnings.append(
             "batches of varying length (no packing) make PyTorch's cache grow over the steps: in a simulated LoRA run "
             "with lengths up to 8192 it reserved 1.8 x the allocated peak; PYTORCH_CUDA_ALLOC_CONF="
             "expandable_segments:True kept it within 7 %"
+        )
+    elif work.mean_seq_len is not None and not work.expandable_segments:
+        warnings.append(
+            f"batches of varying length (mean {work.mean_seq_len} of at most {work.seq_len} tokens): the reserved "
+            "level includes the cache they leave, which nvidia-smi shows; the run itself needs little more than "
+            "the allocated peak, since PyTorch gives cached blocks back before it runs out"
         )
     held: tuple[Component, ...] = ()  # gradients kept between micro-batches
     fresh: tuple[Component, ...] = ()  # a new gradient next to the stored one, for a moment in backward

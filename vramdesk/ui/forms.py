@@ -307,6 +307,17 @@ class WorkloadForm(QWidget):
         self.method_combo = _combo(METHODS, tr("Full fine-tuning or adapters (LoRA / QLoRA)"))
         self.micro_batch_spin = _spin(1, 65536, tr("Sequences per forward/backward pass on each GPU"))
         self.seq_len_spin = _spin(1, MAX_TOKENS, tr("Tokens per training sequence"), 256)
+        self.mean_len_spin = _spin(
+            0,
+            MAX_TOKENS,
+            tr(
+                "Unpacked batches of varying length: their mean length (the sequence length is then the longest). "
+                "Each new length leaves blocks of other sizes in PyTorch's cache, which nvidia-smi shows"
+            ),
+            256,
+        )
+        self.mean_len_spin.setSpecialValueText(tr("packed"))
+        self.mean_len_spin.setAccessibleName(tr("Mean length of unpacked batches"))
         self.grad_accum_spin = _spin(1, 1_000_000, tr("Micro-batches per optimizer step (no extra memory)"))
         self.optimizer_combo = _combo(OPTIMIZERS, tr("The optimizer: its states are often the largest part"))
         self.precision_combo = _combo(PRECISIONS, tr("Training precision"))
@@ -433,6 +444,7 @@ class WorkloadForm(QWidget):
         fl2.addRow(tr("Micro-batch"), self.micro_batch_spin)
         self.seq_max_label = _readout()
         fl2.addRow(tr("Sequence length"), _with_readout(self.seq_len_spin, self.seq_max_label))
+        fl2.addRow(tr("Mean length"), self.mean_len_spin)
         # a short label: the widest label plus the widest field (length + readout) must fit the form's width
         fl2.addRow(tr("Grad. accum."), self.grad_accum_spin)
         self.grad_accum_spin.setAccessibleName(tr("Gradient accumulation steps"))
@@ -590,6 +602,7 @@ class WorkloadForm(QWidget):
             self.checkpoint_every_spin,
             self.micro_batch_spin,
             self.seq_len_spin,
+            self.mean_len_spin,
             self.grad_accum_spin,
             self.lora_rank_spin,
             self.gpu_count_spin,
@@ -789,6 +802,7 @@ class WorkloadForm(QWidget):
             method=str(self.method_combo.currentData()),
             micro_batch=self.micro_batch_spin.value(),
             seq_len=self.seq_len_spin.value(),
+            mean_seq_len=min(self.mean_len_spin.value(), self.seq_len_spin.value()),
             grad_accum=self.grad_accum_spin.value(),
             optimizer=str(self.optimizer_combo.currentData()),
             precision=str(self.precision_combo.currentData()),
@@ -844,6 +858,7 @@ class WorkloadForm(QWidget):
             select(self.method_combo, form.method)
             self.micro_batch_spin.setValue(form.micro_batch)
             self.seq_len_spin.setValue(form.seq_len)
+            self.mean_len_spin.setValue(form.mean_seq_len)
             self.grad_accum_spin.setValue(form.grad_accum)
             select(self.optimizer_combo, form.optimizer)
             select(self.precision_combo, form.precision)

@@ -143,6 +143,8 @@ class FormValues:
     grad_checkpointing: bool = True
     #: selective checkpointing: every k-th layer (1 = every layer)
     checkpoint_every: int = 1
+    #: mean length of unpacked batches of varying length; 0 = packed (every batch seq_len long)
+    mean_seq_len: int = 0
     lora_rank: int = 16
     lora_targets: str = "all-linear"
     #: LoRA dropout probability (LoRA / QLoRA only)
@@ -208,6 +210,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         precision=ft.precision,
         grad_checkpointing=ft.grad_checkpointing,
         checkpoint_every=ft.checkpoint_every,
+        mean_seq_len=ft.mean_seq_len or 0,
         lora_rank=ft.lora_rank,
         lora_targets=",".join(ft.lora_targets),
         lora_dropout=ft.lora_dropout,
@@ -261,6 +264,7 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
             precision=form.precision,
             grad_checkpointing=form.grad_checkpointing,
             checkpoint_every=form.checkpoint_every,
+            mean_seq_len=form.mean_seq_len or None,
             attention=form.attention,
             lora_rank=form.lora_rank,
             lora_targets=targets,
