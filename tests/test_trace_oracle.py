@@ -127,13 +127,12 @@ def test_expandable_segments_follow_the_simulated_allocator(sim: ModuleType, rep
         assert est.peak_reserved_bytes <= default.peak_reserved_bytes
 
 
-@pytest.mark.parametrize(
-    "name", ["yi6b-lora-var-L2048", "yi6b-lora-var-L8192", "v-mistral-qkvo-L4096", "v-qwen15-all-L4096"]
-)
+@pytest.mark.parametrize("name", ["yi6b-lora-var-L8192", "v-qwen15-all-L4096"])
 def test_varying_lengths_follow_the_simulated_allocator(sim: ModuleType, report: ModuleType, name: str) -> None:
-    """48 LoRA micro-steps of lengths drawn from a chat dataset's distribution, cut at 2k / 4k / 8k: with the mean
-    length given, the estimate's reserved peak lands within 6 % of the replay's, its allocated peak (the longest
-    batch) within 2.5 %, and the replay's smallest workable GPU stays within 2 GiB of the allocated peak."""
+    """48 LoRA micro-steps of lengths drawn from a chat dataset's distribution, cut at 8k / 4k: with the mean length
+    given, the estimate's reserved peak lands within 6 % of the replay's and its allocated peak (the longest batch)
+    within 2.5 %. (Each replay takes seconds: the other committed runs and the smallest workable GPU of each are
+    in benchmarks/allocator/fit_reserve.py and benchmarks/data/allocator_varying.yaml.)"""
     header, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
     lengths = header["settings"]["lengths"]
     result = sim.replay(events)
@@ -143,7 +142,6 @@ def test_varying_lengths_follow_the_simulated_allocator(sim: ModuleType, report:
     est = estimate(scenario.model_copy(update={"workload": work}), model_facts(config, scenario.model.id), gpu)
     assert est.peak_allocated_bytes == pytest.approx(result.peak_allocated, rel=0.025)
     assert est.peak_reserved_bytes == pytest.approx(result.peak_reserved, rel=0.06)
-    assert sim.min_capacity(events) - result.peak_allocated < 2 * 2**30
 
 
 def test_a_cache_that_overflows_the_card_is_tight_not_a_failure() -> None:

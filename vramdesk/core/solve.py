@@ -398,9 +398,9 @@ COST_RULE = (
     "5-6 bit GGUF quality 2; 4-bit weights quality 3 (speed +1 for bitsandbytes); activation checkpointing "
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
     "+ speed 3; vLLM gpu_memory_utilization 0.95 or max_num_batched_tokens 2048 speed 1, --enforce-eager speed 3; "
-    "optimizer offload speed 5; parameter offload speed 8; llama.cpp CPU layers speed 2-9 by the "
-    "share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x the "
-    "share cut; n more GPUs cost 2 x n (money)"
+    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; llama.cpp CPU layers speed 2-9 "
+    "by the share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x "
+    "the share cut; n more GPUs cost 2 x n (money)"
 )
 
 
@@ -593,6 +593,19 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
                     key="grad_checkpointing", description="activation checkpointing on", quality_cost=0, speed_cost=3
                 ),
                 lambda s: with_work(s, grad_checkpointing=True),
+            )
+        )
+    if not work.expandable_segments:
+        # the allocator's cache of free blocks shrinks to about a fifth of the loss head (benchmarks/allocator)
+        out.append(
+            _Cand(
+                Change(
+                    key="expandable_segments",
+                    description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                    quality_cost=0,
+                    speed_cost=0,
+                ),
+                lambda s: with_work(s, expandable_segments=True),
             )
         )
     if work.optimizer in ("adamw", "adamw-fused", "lion", "adafactor"):
