@@ -174,3 +174,29 @@ def test_fms_full_finetune_at_batch_8_is_not_called_a_failure(report: ModuleType
     est = _estimate(report, header)
     assert est.device_bytes > 80 * 2**30
     assert est.fit is not None and est.fit.verdict == "tight"
+
+
+#: catalog models traced for this check (resources/catalog/configs): LoRA on every linear layer at 4096 tokens
+#: with and without checkpointing, full fine-tuning at 2048 with checkpointing
+CATALOG_TRACES = sorted(p.name.removesuffix(".jsonl.gz") for p in TRACES.glob("c-*.jsonl.gz"))
+#: known gaps, each failing loudly once fixed
+CATALOG_GAPS = {
+    # the inventory names Phi-3's fused qkv_proj / gate_up_proj as separate q/k/v and gate/up matrices, so LoRA
+    # counts five adapter input copies per layer where peft makes two
+    "c-microsoft__Phi-3.5-mini-instruct-lora-nockpt": "Phi-3's fused projections are inventoried as separate ones",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=CATALOG_GAPS[n])) if n in CATALOG_GAPS else n
+        for n in CATALOG_TRACES
+    ],
+)
+def test_catalog_models_match_their_traces(sim: ModuleType, report: ModuleType, name: str) -> None:
+    """Qwen3 and Gemma3 (per-head q/k norms), OLMo2 (full-width q/k norms), Gemma3's four norms per layer, tied
+    embeddings (Llama-3.2-1B), an MoE (Qwen3-30B-A3B): the estimate within 3 % of the traced allocated peak."""
+    header, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
+    traced = sim.replay(events).peak_allocated
+    assert _estimate(report, header).peak_allocated_bytes == pytest.approx(traced, rel=0.03)

@@ -154,7 +154,15 @@ def _layer_bytes_per_token(
     else:
         attn = 4 * q + 4 * kv + 4 * heads
         text = "q/k after RoPE, v, output (4q + 4kv) + log-sum-exp"
-    norms = 16 * h  # two RMSNorms: fp32 input copy, normalised, output; residual adds
+    # two pre-norms: fp32 input copy, normalised copy (weight grad), output (next linear's input); a post-norm
+    # (Gemma 2/3 sandwich norms) feeds a residual add, not a linear: 6h
+    extra_norms = max(0, arch.norms_per_layer - 2)
+    norms = 16 * h + 6 * h * extra_norms
+    # q/k norms (Qwen3, Gemma3 per head; OLMo2 full width): fp32 input copy and normalised copy of q and k
+    qk = q + kv if arch.qk_norm != "none" and layer.attention != AttentionKind.MLA else 0
+    attn += 6 * qk
+    if qk:
+        text += "; q/k norms 6 B per q and k element"
     if layer.moe is not None:
         moe = layer.moe
         k = moe.top_k
@@ -174,8 +182,9 @@ def _layer_bytes_per_token(
         # LoRA on a frozen 16-bit base, traced (transformers 5.24 / peft 0.21, benchmarks/allocator): a frozen
         # linear keeps no input and a frozen norm weight no normalised copy, so the layer keeps 8h (the norms'
         # fp32 inputs) + attention + 6I (gate, up, SiLU outputs), plus each adapter's own copy of its input
-        total = 8 * h + attn + 6 * layer.intermediate + adapter_inputs
-        text += "; LoRA on a frozen base: norms 8h, MLP 6I, each adapter's input copy (4 B x its width in fp32)"
+        # (frozen norms keep only their fp32 input: 4h each, 4(q + kv) for q/k norms)
+        total = 4 * h * arch.norms_per_layer + (attn - 2 * qk) + 6 * layer.intermediate + adapter_inputs
+        text += "; LoRA on a frozen base: norms 4h each, MLP 6I, each adapter's input copy, 4 B x its width in fp32"
     elif lora:
         # peft casts every adapted layer's input to the adapter dtype (fp32) and keeps it for the weight grads:
         # per layer 28h + 8q + 4kv + 10I instead of 16h + 4q + 4kv + 8I (trace-oracle §4)
