@@ -117,9 +117,13 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
         }[fam]
         b.linear(f"{p}.{out_name}", h, q_out, "attn", i, part, arch.o_bias)
         return
-    b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
-    b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
-    b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+    if arch.model_type == "phi3":
+        # Phi-3 stores (and peft adapts) q, k and v as one qkv_proj
+        b.linear(f"{a}.qkv_proj", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
+    else:
+        b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
+        b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+        b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
     b.linear(f"{a}.{'dense' if fam == 'phi' else 'o_proj'}", h, q_out, "attn", i, part, arch.o_bias)
     if arch.qk_norm == "head":
         b.norm(f"{a}.q_norm", spec.head_dim, i, part, False)
@@ -154,6 +158,10 @@ def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) ->
             b.linear(f"{p}.mlp.w1", inter, h, "mlp", i, part, arch.mlp_bias)
             b.linear(f"{p}.mlp.w2", inter, h, "mlp", i, part, arch.mlp_bias)
             b.linear(f"{p}.mlp.c_proj", h, inter, "mlp", i, part, arch.mlp_bias)
+        elif arch.model_type == "phi3":
+            # Phi-3 stores gate and up stacked as one gate_up_proj
+            b.linear(f"{p}.mlp.gate_up_proj", 2 * inter, h, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.mlp.down_proj", h, inter, "mlp", i, part, arch.mlp_bias)
         else:
             b.linear(f"{p}.mlp.gate_proj", inter, h, "mlp", i, part, arch.mlp_bias)
             b.linear(f"{p}.mlp.up_proj", inter, h, "mlp", i, part, arch.mlp_bias)

@@ -48,9 +48,9 @@ class TrainingError(ValueError):
 
 #: LoRA target short names -> module name endings in the inventory
 _TARGETS: dict[str, tuple[str, ...]] = {
-    "q": ("q_proj", "q_a_proj", "q_b_proj", "c_attn", "query_key_value", "in_proj_qkvz"),
-    "k": ("k_proj", "kv_a_proj_with_mqa", "c_attn", "query_key_value", "in_proj_qkvz"),
-    "v": ("v_proj", "kv_b_proj", "c_attn", "query_key_value", "in_proj_qkvz"),
+    "q": ("q_proj", "q_a_proj", "q_b_proj", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
+    "k": ("k_proj", "kv_a_proj_with_mqa", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
+    "v": ("v_proj", "kv_b_proj", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
     "o": ("o_proj", "dense", "c_proj", "out_proj"),
     "gate": ("gate_proj", "w1", "gate_up_proj"),
     "up": ("up_proj", "w3", "gate_up_proj", "c_fc", "dense_h_to_4h", "fc1"),
