@@ -138,6 +138,10 @@ class Architecture(_Frozen):
     embedding_norm: bool = False
     lm_head_bias: bool = False
     attention_sinks: bool = False
+    #: Gemma 2 soft-caps attention scores and the final logits with tanh (attn_logit_softcapping,
+    #: final_logit_softcapping): eager attention and the loss head keep the tanh output for backward
+    attn_softcap: bool = False
+    logit_softcap: bool = False
     #: the model's own loss casts the logits to fp32 before the cross-entropy (every transformers class since
     #: its shared loss function). False for remote code that keeps them in the compute dtype (Qwen v1's
     #: modeling_qwen.py): without autocast (DeepSpeed) its loss head is 16-bit
@@ -560,6 +564,8 @@ def _gemma(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
         o_bias=c.bool("attention_bias", default=False),
         qk_norm="head" if base == "gemma3" else "none",
         norms_per_layer=2 if base == "gemma" else 4,
+        attn_softcap=bool(c.get("attn_logit_softcapping")),
+        logit_softcap=bool(c.get("final_logit_softcapping")),
         vision=vision,
         sources={"attention kinds": src},
         **_common(c, outer),

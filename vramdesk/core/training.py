@@ -263,7 +263,8 @@ def activations(
         layer_b = per_tok * tokens * prec.activ_scale
         if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
             kept = min(s, layer.window or s)
-            layer_b += 6.2 * layer.n_heads * s * kept * b / tp
+            # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output)
+            layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
         per_layer.append(layer_b)
     rb = residual_bytes
     outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
@@ -321,6 +322,7 @@ def activations(
         how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""
     if work.attention == "eager":
         how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
+        how += " (+2 B for the soft-capped scores)" if arch.attn_softcap else ""
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
     resident = max(0.0, total - recompute) if work.grad_checkpointing else total
@@ -598,6 +600,12 @@ def training_phases(
             "logits in 16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; "
             "then the log-softmax, its gradient and the input gradient)"
         )
+    if arch.logit_softcap and not work.chunked_loss:
+        # Gemma 2: logits / cap -> tanh -> x cap before the loss; tanh keeps its 16-bit output for backward
+        loss += 2 * b * s * arch.vocab
+        loss_fwd += 2 * b * s * arch.vocab
+        fwd_text += "; the soft-capping's tanh output (2 B)"
+        loss_text += f"; the soft-capping's tanh output (2 x batch {b} x seq {s} x vocab {arch.vocab} B)"
     if work.chunked_loss:
         # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
         loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
