@@ -245,6 +245,7 @@ FINETUNE += [
     S(L8, "RTX 4090", kind="finetune", method="lora", expandable_segments=True),
     S(Q4, "H100 SXM", kind="finetune", method="lora", grad_checkpointing=False, lora_dropout=0.05),
     S("google/gemma-2-9b-it", "H100 SXM", kind="finetune", method="lora", grad_checkpointing=False, attention="eager"),
+    S("Qwen/Qwen3-30B-A3B", "H100 SXM", kind="finetune", method="lora", grad_checkpointing=False, seq_len=1024),
     S(L8, "RTX 4090", kind="finetune", method="lora", seq_len=8192, mean_seq_len=3000),
     S(L8, "A100 80GB SXM", kind="finetune", method="full", micro_batch=16, seq_len=4096),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 3}, kind="finetune", method="full"),

@@ -249,9 +249,15 @@ def activations(
     text = ""
     extras = _adapter_extras(work, adapted or [])
     inputs: dict[int, int] = {}
+    merged: dict[int, int] = {}  # per layer: merged expert weights kept for backward
     for t in adapted or []:
         if adapter_copy_bytes and t.layer is not None and t.part == "text":
             inputs[t.layer] = inputs.get(t.layer, 0) + adapter_copy_bytes * t.shape[-1]
+        if t.layer is not None and t.part == "text" and len(t.shape) == 3:
+            # experts stored as one (E, out, in) parameter (transformers 5): peft adapts the parameter itself,
+            # builds W + B A for every expert in the forward and the grouped matmul keeps it for backward
+            # (traced: Qwen3-30B-A3B, 2.0 B per adapted expert parameter and layer)
+            merged[t.layer] = merged.get(t.layer, 0) + 2 * t.numel
     host = 0.0
     for layer in arch.layers:
         per_tok, text = _layer_bytes_per_token(
@@ -265,11 +271,14 @@ def activations(
             kept = min(s, layer.window or s)
             # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output)
             layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
+        layer_b += merged.get(layer.index, 0) / tp
         per_layer.append(layer_b)
     rb = residual_bytes
     outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
     amp_copies = 2 * linear_params / tp if prec.amp else 0
     k = work.checkpoint_every
+    # the backward of a recomputed layer with adapted experts also holds the gradient of its merged weights
+    merged_grad = max(merged.values(), default=0) / tp
     recompute = 0.0
     resident_how = ""
     if work.grad_checkpointing and k > 1:
@@ -277,7 +286,7 @@ def activations(
         # checkpointed layer is recomputed at a time
         kept_layers = [a for i, a in enumerate(per_layer) if i % k]
         ckpt = [a for i, a in enumerate(per_layer) if not i % k]
-        recompute = max(ckpt)
+        recompute = max(ckpt) + merged_grad
         total = sum(kept_layers) + rb * arch.hidden * tokens * len(ckpt) + recompute + outside + amp_copies
         how = (
             f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
@@ -290,7 +299,7 @@ def activations(
         )
     elif work.grad_checkpointing:
         # only each layer's input survives the forward; one layer is recomputed at a time in backward
-        recompute = max(per_layer)
+        recompute = max(per_layer) + merged_grad
         total = sum(rb * arch.hidden * tokens for _ in per_layer) + recompute + outside + amp_copies
         how = (
             f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each) + one layer "
@@ -320,6 +329,8 @@ def activations(
     if extras:
         how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
         how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""
+    if merged:
+        how += "; LoRA on experts: each layer's merged expert weights (W + BA, 2 B per parameter) kept for backward"
     if work.attention == "eager":
         how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
         how += " (+2 B for the soft-capped scores)" if arch.attn_softcap else ""
