@@ -18,9 +18,9 @@ What it is
     and peft (it is never imported by the app or the tests).
 
 How to run
-    python3.11 -m venv /tmp/tracevenv
-    /tmp/tracevenv/bin/pip install torch==2.13.0 transformers peft accelerate
-    /tmp/tracevenv/bin/python benchmarks/allocator/trace_hf.py \\
+    python3.11 -m venv ../tracevenv          # a venv of its own, outside the repository
+    ../tracevenv/bin/pip install torch==2.13.0 transformers peft accelerate
+    ../tracevenv/bin/python benchmarks/allocator/trace_hf.py \\
         --config benchmarks/data/configs/mistralai__Mistral-7B-v0.1.json \\
         --out benchmarks/data/traces/x.jsonl.gz --lengths 4096,4096 --batch 4 \\
         --method lora --lora-rank 16 --lora-alpha 32 --lora-dropout 0.05 \\
