@@ -159,7 +159,7 @@ def _layer_bytes_per_token(
     extra_norms = max(0, arch.norms_per_layer - 2)
     norms = 16 * h + 6 * h * extra_norms
     # q/k norms (Qwen3, Gemma3 per head; OLMo2 full width): fp32 input copy and normalised copy of q and k
-    qk = q + kv if arch.qk_norm != "none" and layer.attention != AttentionKind.MLA else 0
+    qk = q + kv if arch.qk_norm != "none" and layer.attention not in (AttentionKind.MLA, AttentionKind.LINEAR) else 0
     attn += 6 * qk
     if qk:
         text += "; q/k norms 6 B per q and k element"
