@@ -113,6 +113,17 @@ def lora_parameters(chosen: list[Tensor], rank: int) -> int:
     for t in chosen:
         experts = t.shape[0] if len(t.shape) == 3 else 1
         out_f, in_f = t.shape[-2], t.shape[-1]
+        if experts > 1:
+            # experts stored as one (E, out, in) parameter (transformers 5): peft's ParamWrapper gives each
+            # parameter A (in x r E) and B (r E x out), and the fused gate_up_proj rank 2r (its rank_pattern), so
+            # the split gate and up matrices each count r E (in + 2 out); a fused gate_up (E, 2I, in) 2 r E (in + out)
+            stem = t.name.removesuffix(".weight").rsplit(".", 1)[-1]
+            if stem in ("gate_proj", "up_proj"):
+                out_f *= 2
+            elif stem == "gate_up_proj":
+                rank_here = 2 * rank
+                total += experts * rank_here * (in_f + out_f)
+                continue
         total += experts * rank * (in_f + out_f)
     return total
 
