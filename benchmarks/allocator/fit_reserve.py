@@ -108,7 +108,7 @@ def varying() -> None:
     print(f"\nvarying lengths: cache = k x loss head, shipped k = {scale} x max/mean - {offset} (adapters)")
     errors = []
     for name, r in runs.items():
-        config = json.loads((HERE.parent.parent / r["command"].split("--config ")[1].split()[0]).read_text("utf-8"))
+        config = json.loads((HERE.parent.parent / r["config"]).read_text(encoding="utf-8"))
         work: dict[str, object] = {
             "kind": "finetune",
             "method": r["method"],
@@ -116,13 +116,7 @@ def varying() -> None:
             "grad_accum": 16,
         }
         if r["method"] == "lora":
-            cmd = r["command"]
-            targets = cmd.split("--lora-targets ")[1].split()[0]
-            work.update(
-                lora_rank=8,
-                lora_dropout=0.05,
-                lora_targets=[replay_report._SHORT.get(x, x) for x in targets.split(",")],
-            )
+            work.update(lora_rank=8, lora_dropout=0.05, lora_targets=r["lora_targets"].split(","))
         plain = Scenario.model_validate({"model": {"id": name}, "workload": work, "hardware": {"gpu": gpu.name}})
         facts = model_facts(config, name)
         fixed = estimate(plain, facts, gpu)

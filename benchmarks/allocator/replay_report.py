@@ -47,10 +47,6 @@ def load_simulator() -> ModuleType:
     return mod
 
 
-_SHORT = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up"}
-_SHORT["down_proj"] = "down"
-
-
 def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, Any]]:
     """vramdesk's scenario for the settings a trace was recorded with (the longest sequence of the trace)."""
     st = header["settings"]
@@ -60,7 +56,8 @@ def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, 
     config = json.loads(config_path.read_text(encoding="utf-8"))
     lengths = [int(x) for x in str(st["lengths"]).split(",")] if isinstance(st["lengths"], str) else st["lengths"]
     targets_raw = str(st.get("lora_targets") or "all-linear")
-    targets = ["all-linear"] if targets_raw == "all-linear" else [_SHORT.get(t, t) for t in targets_raw.split(",")]
+    # module names as peft matches them (q_proj, ...): vramdesk's LoRA targets accept them as they are
+    targets = targets_raw.split(",")
     method = st["method"]
     work: dict[str, Any] = {
         "kind": "finetune",

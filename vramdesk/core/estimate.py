@@ -355,13 +355,13 @@ def _estimate_training(
             return sum(c.bytes for c in p.components if c.category == category) if p else 0
 
         loss_head = part("loss + start of backward", "logits")
+        if work.expandable_segments:
+            return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
         resident = part("loss + start of backward", "activations")
         if "backward (recompute)" in by_name:
             layer = max(0, part("backward (recompute)", "activations") - resident)
         else:
             layer = resident // max(1, facts.arch.n_layers)
-        if work.expandable_segments:
-            return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
         slack = K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer
         if work.mean_seq_len is not None and regime == "adapters":
             scale, offset = K.TRAIN_RESERVE_VARYING
