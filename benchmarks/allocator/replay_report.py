@@ -66,7 +66,7 @@ def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, 
         "seq_len": max(lengths),
         "grad_accum": int(st.get("grad_accum") or 1),
         "optimizer": {"adamw-foreach": "adamw", "adamw-fused": "adamw-fused"}.get(st["optimizer"], "adamw-forloop"),
-        "precision": "amp-bf16" if st["precision"] == "amp-bf16" else "bf16",
+        "precision": st["precision"] if st["precision"] in ("amp-bf16", "fp16") else "bf16",
         "grad_checkpointing": st["checkpointing"] != "none",
         "attention": "flash" if st.get("attention") == "sdpa" else "eager",
     }
@@ -79,7 +79,12 @@ def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, 
         )
     name = config.get("_name_or_path") or config_path.stem
     scenario = Scenario.model_validate(
-        {"model": {"id": name}, "weights": "bf16", "workload": work, "hardware": {"gpu": gpu}}
+        {
+            "model": {"id": name},
+            "weights": f"gptq-int4-g{st['gptq_int4']}" if st.get("gptq_int4") else "bf16",
+            "workload": work,
+            "hardware": {"gpu": gpu},
+        }
     )
     return scenario, config
 

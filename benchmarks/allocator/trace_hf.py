@@ -27,6 +27,10 @@ How to run
         --lora-targets q_proj,k_proj,v_proj,o_proj --precision bf16 \\
         --checkpointing reentrant --attention sdpa --optimizer adamw-foreach --grad-accum 1
 
+    LoRA on a GPTQ 4-bit base (auto_gptq's QuantLinear swapped in; peft's own GPTQ LoRA layer):
+        BUILD_CUDA_EXT=0 ../tracevenv/bin/pip install --no-deps auto-gptq
+        ... --gptq-int4 128 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
+
     Variable lengths drawn from a clipped lognormal (seeded, reproducible):
         --random-lengths 48 --max-length 2048   (instead of --lengths)
 
@@ -338,6 +342,60 @@ def module_to_noop() -> Iterator[None]:
 # --------------------------------------------------------------------------------------
 # Lengths
 # --------------------------------------------------------------------------------------
+def _dist_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name.replace("_", "-"))
+
+
+def swap_in_gptq(model: Any, group_size: int) -> Any:
+    """Replace every nn.Linear inside the decoder layers with auto_gptq's QuantLinear (4 bits, ``group_size``),
+    as a GPTQ checkpoint loads. The module file is loaded by path: the auto_gptq package itself imports
+    transformers internals that transformers 5 no longer has. Returns the QuantLinear class."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("auto_gptq")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("--gptq-int4 needs auto_gptq installed (BUILD_CUDA_EXT=0 pip install auto-gptq)")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "nn_modules", "qlinear", "qlinear_cuda_old.py")
+    mspec = importlib.util.spec_from_file_location("auto_gptq_qlinear_cuda_old", path)
+    assert mspec is not None and mspec.loader is not None
+    mod = importlib.util.module_from_spec(mspec)
+    mspec.loader.exec_module(mod)
+    ql_cls = mod.QuantLinear
+    targets = [
+        (name, m)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and re.search(r"\.layers\.\d+\.", name)
+    ]
+    for name, lin in targets:
+        parent = model.get_submodule(name.rsplit(".", 1)[0])
+        q = ql_cls(
+            bits=4,
+            group_size=group_size,
+            infeatures=lin.in_features,
+            outfeatures=lin.out_features,
+            bias=lin.bias is not None,
+        )
+        if q.autogptq_cuda_available:  # pragma: no cover - a CUDA build
+            raise SystemExit("auto_gptq's CUDA extension loaded: the trace needs the torch path")
+        setattr(parent, name.rsplit(".", 1)[1], q)
+    del targets, lin, q
+    import gc
+
+    gc.collect()
+    return ql_cls
+
+
+def drop_freed_build_events(tracker: AllocTracker) -> None:
+    """Remove allocations made and freed during the build (the 16-bit weights a quantised swap replaced): a real
+    run loads the quantised checkpoint directly, so they never reach the allocator."""
+    start = max(i for i, e in enumerate(tracker.events) if e[0] == "p" and e[1] == "build")
+    freed = {e[1] for e in tracker.events[start:] if e[0] == "f"}
+    tracker.events[start:] = [e for e in tracker.events[start:] if not (e[0] in ("a", "f") and e[1] in freed)]
+
+
 def lognormal_lengths(
     n: int,
     mean: float = 3234.0,
@@ -405,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lora-alpha", type=int, default=32)
     ap.add_argument("--lora-dropout", type=float, default=0.05)
     ap.add_argument("--lora-targets", default="q_proj,k_proj,v_proj", help="comma list or all-linear")
-    ap.add_argument("--precision", choices=["bf16", "amp-bf16"], default="bf16")
+    ap.add_argument("--precision", choices=["bf16", "fp16", "amp-bf16"], default="bf16")
     ap.add_argument("--checkpointing", choices=["none", "reentrant", "nonreentrant"], default="none")
     ap.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa")
     ap.add_argument("--optimizer", choices=["adamw-foreach", "adamw-fused", "adamw-forloop"], default="adamw-foreach")
@@ -416,6 +474,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also emulate HF Trainer bf16=True through accelerate: forward under autocast(bf16) "
         "and bf16/fp16 outputs (the logits) converted to fp32 (accelerate convert_outputs_to_fp32)",
+    )
+    ap.add_argument(
+        "--gptq-int4",
+        type=int,
+        default=0,
+        metavar="GROUP",
+        help="frozen base as auto_gptq 4-bit QuantLinear modules with this group size (needs auto_gptq installed; "
+        "implies fp16 parameters)",
     )
     ap.add_argument("--real", action="store_true", help="real CPU tensors instead of FakeTensorMode (validation)")
     ap.add_argument(
@@ -462,7 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             with contextlib.suppress(Exception):
                 delattr(cfg, k)
 
-    param_dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    if args.gptq_int4:
+        args.precision = "fp16"  # auto_gptq's QuantLinear computes in fp16 (x.half())
+    param_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision, torch.float32)
     tracker = AllocTracker()
     fake_mode = contextlib.nullcontext()
     if not args.real:
@@ -474,6 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with fake_mode, tracker:
         tracker.mark("build")
         model = AutoModelForCausalLM.from_config(cfg, dtype=param_dtype, attn_implementation=args.attention)
+        gptq_cls: Any = None
+        if args.gptq_int4:
+            gptq_cls = swap_in_gptq(model, args.gptq_int4)
+            drop_freed_build_events(tracker)
+            settings["patches"].append(
+                "decoder-layer nn.Linear -> auto_gptq qlinear_cuda_old.QuantLinear (4-bit, CUDA extension "
+                "unavailable: the torch dequantising path); build allocations freed by the swap dropped"
+            )
+            versions["auto_gptq"] = _dist_version("auto_gptq")
         if args.method == "lora":
             from peft import LoraConfig, get_peft_model
 
@@ -487,6 +564,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 task_type="CAUSAL_LM",
                 bias="none",
             )
+            if gptq_cls is not None:
+                # peft finds auto_gptq through its package, which does not import under transformers 5: map the
+                # class to peft's GPTQ LoRA layer directly (what its dispatch would choose)
+                from peft.tuners.lora.gptq import GPTQLoraLinear
+
+                lcfg._register_custom_module({gptq_cls: GPTQLoraLinear})
             with module_to_noop():
                 model = get_peft_model(model, lcfg)
             if args.checkpointing == "reentrant":
