@@ -312,6 +312,67 @@ def test_gptq_base_is_not_cast_to_fp32_but_awq_and_bnb_are() -> None:
     assert awq - gptq == pytest.approx(2 * unquantised, rel=0.02)
 
 
+def _gptq_lora(ckpt: bool, **work: Any) -> Estimate:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": LLAMA},
+            "weights": "gptq-int4",
+            "workload": {
+                "kind": "finetune",
+                "method": "lora",
+                "precision": "fp16",
+                "seq_len": 1024,
+                "grad_checkpointing": ckpt,
+                **work,
+            },
+        }
+    )
+    cat = default_catalog()
+    return estimate(s, cat.facts(LLAMA), None)
+
+
+def test_gptq_layers_keep_their_dequantised_weights_for_backward() -> None:
+    """auto_gptq's QuantLinear dequantises its weight to fp16 for every matmul and autograd keeps that matrix:
+    each layer holds 2 B per quantised parameter until its backward. Without checkpointing that is the whole
+    model dequantised; with it, the one recomputed layer's."""
+    facts = default_catalog().facts(LLAMA)
+    per_layer = sum(t.numel for t in facts.tensors if t.layer == 0 and t.role in ("attn", "mlp"))
+    n_layers = facts.arch.n_layers
+    ckpt, plain = _gptq_lora(True), _gptq_lora(False)
+    acts_plain = _comp(plain, "forward", "activations")
+    # the dequantised matrices alone: 2 B x every layer's linear parameters, on top of the per-token activations
+    assert acts_plain > 2 * per_layer * n_layers
+    recompute = _comp(ckpt, "backward (recompute)", "activations") - _comp(ckpt, "forward", "activations")
+    assert 2 * per_layer < recompute < 2 * per_layer + 2 * GIB
+    # the unpacking goes through int32 and int8: 5 B per element of the largest matrix (gate/up: 14336 x 4096)
+    assert _comp(ckpt, "forward", "GPTQ unpacking") == 5 * 14336 * 4096
+    assert _comp(ckpt, "backward (recompute)", "GPTQ unpacking") == 5 * 14336 * 4096
+    # a bitsandbytes base keeps the 4-bit weight and dequantises again in backward: none of this
+    bnb = train(LLAMA, method="qlora", seq_len=1024)
+    assert all(c.name != "GPTQ unpacking" for p in bnb.phases for c in p.components)
+
+
+def test_the_first_layer_backward_holds_every_later_layers_gradients() -> None:
+    """Late in backward the first layer is recomputed while the gradients of all later layers exist: with few
+    tokens and many adapters that is the peak (a traced GPTQ LoRA step at 512 tokens peaks there)."""
+    est = _gptq_lora(True, seq_len=512, lora_rank=64, lora_targets=("all-linear",))
+    assert est.peak_phase == "backward (first layer)"
+    full = _comp(est, "backward (end)", "gradients")
+    later = _comp(est, "backward (first layer)", "gradients")
+    n_layers = default_catalog().facts(LLAMA).arch.n_layers
+    assert later == pytest.approx(full * (n_layers - 1) / n_layers, rel=1e-6)
+    # with gradient accumulation the gradients are all there from the start: the phase keeps them whole
+    accum = _gptq_lora(True, seq_len=512, grad_accum=4)
+    assert _comp(accum, "backward (first layer)", "gradients") == _comp(accum, "backward (end)", "gradients")
+    # full fine-tuning: the first layer's and the (untied) embedding's gradients are not computed yet
+    ft = train(TINY, method="full", grad_checkpointing=True)
+    facts = default_catalog().facts(TINY)
+    missing = 2 * sum(t.numel for t in facts.tensors if t.layer == 0 or t.role == "embedding")
+    assert _comp(ft, "backward (end)", "gradients") - _comp(ft, "backward (first layer)", "gradients") == pytest.approx(
+        missing, abs=2
+    )
+
+
 def test_deepspeed_lora_keeps_sixteen_bit_adapters_with_fp32_master_states() -> None:
     est = train(LLAMA, method="lora", precision="fp16", parallel={"zero": 2})
     n = est.params.trainable

@@ -216,6 +216,9 @@ class Activations:
     #: the embedding / final-norm outputs), i.e. the activations at the loss head, before any layer is recomputed
     resident: int = 0
     resident_explain: str = ""
+    #: late in backward, while the first layer is (recomputed and) back-propagated: that layer's activations and
+    #: its input; every other layer's activations are gone by then
+    first_layer: int = 0
 
 
 def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, float]:
@@ -244,6 +247,7 @@ def activations(
     tp: int = 1,
     residual_bytes: int = 2,
     adapter_copy_bytes: int = 0,
+    kept_weights: dict[int, int] | None = None,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
@@ -253,7 +257,8 @@ def activations(
     AMP / fp32, and for QLoRA after prepare_model_for_kbit_training made the embedding fp32).
     ``adapter_copy_bytes``: LoRA on a frozen 16-bit base: the bytes per element each adapter keeps of its input
     (4: peft casts it to the fp32 adapter's dtype; 2: a 16-bit adapter keeps a 16-bit one); 0 for the general
-    rule (full fine-tuning, quantised bases)."""
+    rule (full fine-tuning, quantised bases). ``kept_weights``: per layer, bytes of weights that layer's backward
+    keeps besides its activations (a GPTQ base's dequantised 16-bit matrices)."""
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
@@ -261,6 +266,7 @@ def activations(
     extras = _adapter_extras(work, adapted or [])
     inputs: dict[int, int] = {}
     merged: dict[int, int] = {}  # per layer: merged expert weights kept for backward
+    kept_w = kept_weights or {}
     for t in adapted or []:
         if adapter_copy_bytes and t.layer is not None and t.part == "text":
             inputs[t.layer] = inputs.get(t.layer, 0) + adapter_copy_bytes * t.shape[-1]
@@ -282,7 +288,7 @@ def activations(
             kept = min(s, layer.window or s)
             # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output)
             layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
-        layer_b += merged.get(layer.index, 0) / tp
+        layer_b += (merged.get(layer.index, 0) + kept_w.get(layer.index, 0)) / tp
         per_layer.append(layer_b)
     rb = residual_bytes
     outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
@@ -340,6 +346,8 @@ def activations(
     if extras:
         how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
         how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""
+    if kept_w:
+        how += "; GPTQ base: each layer keeps its dequantised 16-bit matrices (2 B per parameter) for backward"
     if merged:
         how += "; LoRA on experts: each layer's merged expert weights (W + BA, 2 B per parameter) kept for backward"
     if work.attention == "eager":
@@ -348,6 +356,7 @@ def activations(
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
     resident = max(0.0, total - recompute) if work.grad_checkpointing else total
+    first = per_layer[0] + (merged_grad if work.grad_checkpointing else 0.0) + rb * arch.hidden * tokens + amp_copies
     return Activations(
         total=round(total),
         per_layer_max=round(max(per_layer)),
@@ -355,6 +364,7 @@ def activations(
         host=round(host) if work.activation_offload else 0,
         resident=round(resident),
         resident_explain=(resident_how + how[plain:]) if resident_how else how,
+        first_layer=round(min(first, total)),
     )
 
 
@@ -489,6 +499,9 @@ def training_phases(
     saved: list[tuple[str, int]] = []
     a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
     gather_fmt: WeightFormat | None = None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
+    #: GPTQ base: per layer, bytes of the dequantised matrices its backward keeps; and the largest matrix
+    gptq_kept: dict[int, int] = {}
+    gptq_largest = 0
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
         if train_vision:
@@ -531,7 +544,17 @@ def training_phases(
             a_b = state_b = base_float
             adapter_label = f"the base dtype ({'fp32' if a_b == 4 else '16-bit'})"
         lora_fp32_inputs = a_b == 4 and work.precision != "fp32"
-        if not quantised and work.precision in ("bf16", "fp16") and not par.fsdp:
+        if fmt.kind == "gptq":
+            # auto_gptq's QuantLinear (the torch path peft trains through: exllama off, and its CUDA kernel only
+            # below 128 rows) unpacks the 4-bit weight to int32, then int8, scales it to a 16-bit matrix and
+            # multiplies; autograd keeps that matrix, not the input, for the input's gradient. Checked with
+            # auto_gptq 0.7.1's qlinear_cuda_old on the CPU: the saved tensor is the (in, out) fp16 weight, and the
+            # unpacking peaks at about 5 B per weight element
+            for t in text_tensors:
+                if t.layer is not None and fmt.is_quantized(t.name, t.role, shape=t.shape):
+                    gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
+                    gptq_largest = max(gptq_largest, t.shape[-2] * t.shape[-1])
+        if (not quantised or fmt.kind == "gptq") and work.precision in ("bf16", "fp16") and not par.fsdp:
             # (under FSDP1 with use_orig_params, as accelerate wraps PEFT models, a frozen weight is a view of a
             # flat parameter that requires grad, so frozen linears keep their inputs as in a full fine-tune: the
             # general rule applies. Checked on CPU with two gloo ranks and torch 2.13: +78 % saved activations
@@ -602,6 +625,7 @@ def training_phases(
         tp=par.tp,
         residual_bytes=residual_b,
         adapter_copy_bytes=adapter_copy_b,
+        kept_weights=gptq_kept,
     )
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
@@ -726,6 +750,19 @@ def training_phases(
             )
         )
     forward_extra: list[Component] = []
+    #: transient tensors of a forward matmul, in the forward and in the recompute of a checkpointed layer
+    unpack: tuple[Component, ...] = ()
+    if gptq_largest:
+        unpack = (
+            comp(
+                "GPTQ unpacking",
+                5 * gptq_largest,
+                "activations",
+                f"auto_gptq unpacks the largest 4-bit matrix ({gptq_largest:,} elements) to int32 and int8 before "
+                "scaling it to 16 bits: 5 B per element for a moment",
+            ),
+        )
+        forward_extra += unpack
     if lora and work.dora:
         biggest = max((t.shape[-2] * t.shape[-1] for t in chosen), default=0)
         forward_extra.append(
@@ -808,8 +845,8 @@ def training_phases(
         Phase(name="forward", components=(c_weights, c_states, *held, early, c_logits, *extra, *forward_extra)),
         Phase(name="loss + start of backward", components=(c_weights, c_states, *held, early, c_loss, *fresh, *extra)),
     ]
+    retained: tuple[Component, ...] = ()
     if work.grad_checkpointing:
-        retained: tuple[Component, ...] = ()
         if par.fsdp and lora:
             # FSDP1 frozen units (peft's wrap policy puts the adapters in their own units) register a reshard-only
             # post-backward hook on each layer's input; under reentrant checkpointing that input is the recompute's
@@ -828,9 +865,45 @@ def training_phases(
         phases.append(
             Phase(
                 name="backward (recompute)",
-                components=(c_weights, c_states, *held, c_acts, *retained, *fresh, *extra),
+                components=(c_weights, c_states, *held, c_acts, *retained, *fresh, *extra, *unpack),
             )
         )
+    # late in backward the first layer is recomputed and back-propagated while the gradients of every later layer
+    # (and of the lm_head) are already allocated: with a small loss head and gradients about the size of the
+    # checkpoints, this is the peak of the backward (traced: a GPTQ LoRA step peaks here, at the unpacking of the
+    # first layer's last matrix)
+    if lora:
+        raw_grads = trainable * a_b + (saved_params + bias_params) * e_b
+        embed_names = {t.name for t in text_tensors if t.role == "embedding"}
+        first_grads = lora_parameters([t for t in chosen if t.layer == 0 and t.part == "text"], work.lora_rank) * a_b
+        first_grads += sum(n for name, n in saved if name in embed_names) * e_b
+    else:
+        raw_grads = all_params * prec.grads
+        tied = not any(t.role == "lm_head" for t in text_tensors)
+        first_grads = prec.grads * sum(
+            t.numel for t in text_tensors if t.layer == 0 or (t.role == "embedding" and not tied)
+        )
+    later = g_gpu * max(0.0, 1 - first_grads / max(1, raw_grads))
+    c_later = comp(
+        "gradients",
+        later,
+        "gradients",
+        "gradients of every layer after the first (and of the lm_head), already computed" + shard_note,
+    )
+    c_first = comp(
+        "activations",
+        acts.first_layer,
+        "activations",
+        "the first layer's input and activations"
+        + (" (recomputed)" if work.grad_checkpointing else "")
+        + "; the other layers' are freed by now",
+    )
+    phases.append(
+        Phase(
+            name="backward (first layer)",
+            components=(c_weights, c_states, *(held or (c_later,)), c_first, *retained, *fresh, *extra, *unpack),
+        )
+    )
     phases += [
         Phase(name="backward (end)", components=(c_weights, c_states, c_grads, *fresh_end, *extra)),
         Phase(name="optimizer step", components=(c_weights, c_grads, c_states, c_temp, *extra)),

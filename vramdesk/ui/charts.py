@@ -39,6 +39,7 @@ HOLE = 0.52
 SHORT_PHASE_NAMES = {
     "loss + start of backward": "loss",
     "backward (recompute)": "recompute",
+    "backward (first layer)": "first layer",
     "backward (end)": "backward",
     "optimizer step": "optimizer",
 }
@@ -551,7 +552,7 @@ class PhaseChart(QWidget):
         self._totals.finish()
         top, gpu_in_range = _y_top(view, max([p.total / unit_bytes() for p in phases], default=0.0))
         self._extras += _gpu_marks(plot, view, top, gpu_in_range, len(phases) - 0.42)
-        # the peak mark goes on a second line: five phase names (checkpointing's recompute) fill the axis
+        # the peak mark goes on a second line: six phase names (checkpointing's recompute) fill the axis
         axis = plot.getPlotItem().getAxis("bottom")
         axis.setTicks(
             [
