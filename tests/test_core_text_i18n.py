@@ -107,6 +107,7 @@ WHITELIST = frozenset(
         "adamw-torch2.0",
         "eps",
         "tanh",
+        "peft",
         "sgd",
         "lion",
         "Adafactor",
@@ -262,6 +263,7 @@ FINETUNE += [
     S("openai/gpt-oss-20b", "H100 SXM", kind="finetune", method="lora"),
     S(Q4, None, kind="finetune", method="lora"),
     S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX 4090", kind="finetune", method="lora"),
+    S("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4", "RTX 4090", kind="finetune", method="lora", grad_checkpointing=False),
     S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="lora", vision_tower="trained", grad_accum=4),
     S("Qwen/Qwen3.5-4B", "H100 SXM", kind="finetune", method="full", vision_tower="trained"),
     S(L8, "H100 SXM", kind="finetune", method="full", checkpoint_every=4, seq_len=8192),
@@ -293,6 +295,7 @@ INVALID: list[tuple[dict[str, Any], set[str]]] = [
     ({"mode": "finetune", "lora_targets": "foo,bar"}, {"foo", "bar", "gate", "up", "down"}),
     ({"mode": "finetune", "pp": 2, "gpu_count": 2, "zero": 2}, set()),
     ({"mode": "finetune", "method": "qlora", "precision": "fp32"}, set()),
+    ({"mode": "finetune", "method": "full", "model": "Qwen/Qwen2.5-7B-Instruct-AWQ"}, {"AWQ"}),
     ({"vllm_utilization": 0.0}, set()),
     ({"batch": 0}, set()),
 ]

@@ -352,6 +352,41 @@ def test_gptq_layers_keep_their_dequantised_weights_for_backward() -> None:
     assert all(c.name != "GPTQ unpacking" for p in bnb.phases for c in p.components)
 
 
+def _auto(model: str, **work: Any) -> Estimate:
+    s = Scenario.model_validate({"model": {"id": model}, "workload": {"kind": "finetune", **work}})
+    cat = default_catalog()
+    return estimate(s, cat.facts(model), None)
+
+
+def test_adapters_train_on_a_quantised_checkpoint_as_stored() -> None:
+    """weights "auto" on a GPTQ / AWQ checkpoint: LoRA trains on the 4-bit base as it loads (the window used to
+    price it as the bf16 model); a full fine-tune of it is refused naming both sides; FP8 and MXFP4 checkpoints,
+    which peft has no trainable layers for, load dequantised, with a warning saying so."""
+    gptq = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int4"
+    lora = _auto(gptq, method="lora")
+    w = next(c for c in lora.components if c.name == "weights")
+    assert "GPTQ 4-bit" in w.explain and w.bytes < 6 * GIB  # bf16 would be 14.2 GiB
+    assert any(c.name == "GPTQ unpacking" for p in lora.phases for c in p.components)
+    # "QLoRA" on a GPTQ checkpoint is LoRA on that base: no bitsandbytes format, no bitsandbytes dequantisation
+    qlora = _auto(gptq, method="qlora")
+    assert qlora.peak_allocated_bytes == lora.peak_allocated_bytes
+    assert all(c.name != "dequantised matrix" for p in qlora.phases for c in p.components)
+    with pytest.raises(EstimateError, match=r"full fine-tune.*AWQ 4-bit.*weights bf16"):
+        _auto("Qwen/Qwen2.5-7B-Instruct-AWQ", method="full")
+    with pytest.raises(EstimateError, match=r"full fine-tune.*GPTQ"):
+        _explicit(LLAMA, "gptq-int4", method="full")
+    assert _explicit("Qwen/Qwen2.5-7B-Instruct-AWQ", "bf16", method="full").peak_allocated_bytes > 50 * GIB
+    fp8 = _auto("Qwen/Qwen3-8B-FP8", method="lora")
+    assert any("dequantised to 16 bits" in x for x in fp8.warnings)
+    assert next(c for c in fp8.components if c.name == "weights").bytes > 15 * GIB
+
+
+def _explicit(model: str, weights: str, **work: Any) -> Estimate:
+    s = Scenario.model_validate({"model": {"id": model}, "weights": weights, "workload": {"kind": "finetune", **work}})
+    cat = default_catalog()
+    return estimate(s, cat.facts(model), None)
+
+
 def test_the_first_layer_backward_holds_every_later_layers_gradients() -> None:
     """Late in backward the first layer is recomputed while the gradients of all later layers exist: with few
     tokens and many adapters that is the peak (a traced GPTQ LoRA step at 512 tokens peaks there)."""

@@ -315,4 +315,4 @@ def test_checkpointing_shows_a_recompute_bar_and_a_short_peak_title(qtbot) -> No
     assert w.breakdown.title.text() == "Breakdown at the peak (loss)"
     assert w.breakdown.title.toolTip() == "Breakdown at the peak (loss + start of backward)"
     ticks = [t for _, t in w.phase_chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
-    assert ticks == ["forward", "loss\n(peak)", "recompute", "first layer", "backward", "optimizer"]
+    assert ticks == ["forward", "loss\n(peak)", "recompute", "layer 1", "backward", "optimizer"]

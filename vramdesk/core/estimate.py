@@ -23,7 +23,7 @@ from .inference import Context, EngineRun, llamacpp_run, transformers_run, vllm_
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
-from .training import TrainingError, training_phases
+from .training import TRAINABLE_BASES, TrainingError, training_phases
 from .weights import WeightBytes, stored_weight_bytes, weight_bytes
 
 
@@ -320,11 +320,26 @@ def _estimate_training(
     gpu: GpuSpec | None,
     headroom_fraction: float | None = None,
 ) -> Estimate:
+    base: str | WeightFormat = scenario.weights
+    dequantised = ""
+    if facts.arch.quantization_config and scenario.weights == "auto":
+        stored = resolve_format(scenario, facts.arch)[0]
+        if stored.kind in TRAINABLE_BASES:
+            # adapters train on the base as stored: peft has LoRA layers for GPTQ, AWQ and bitsandbytes modules
+            base = stored
+        else:
+            # FP8 / MXFP4 / ... kernels have no backward: training loads them dequantised (dequantize=True)
+            dequantised = stored.label
+    quantised = base.kind != "float" if isinstance(base, WeightFormat) else base not in ("auto", "bf16", "fp16", "fp32")
+    if work.method == "full" and quantised:
+        label = (base if isinstance(base, WeightFormat) else resolve_format(scenario, facts.arch)[0]).label
+        raise EstimateError(
+            f"a full fine-tune trains every weight in 16 or 32 bits, but the weights are {label}: fine-tune "
+            "adapters on this base (LoRA), or plan the full fine-tune of the dequantised model with weights bf16"
+        )
     try:
         total_gpus = scenario.hardware.gpu_count * scenario.hardware.nodes
-        run = training_phases(
-            facts, work, scenario.parallelism, total_gpus, scenario.weights, scenario.hardware.gpu_count
-        )
+        run = training_phases(facts, work, scenario.parallelism, total_gpus, base, scenario.hardware.gpu_count)
     except (TrainingError, FormatError) as err:
         raise EstimateError(str(err)) from err
     hopper = gpu is not None and gpu.sm_major >= 9
@@ -442,7 +457,17 @@ def _estimate_training(
         per_gpu=per_gpu,
         host_bytes=run.host_bytes,
         engine=EngineInfo(engine="training", kv_bytes_per_token=0.0),
-        warnings=tuple(run.warnings),
+        warnings=(
+            *(
+                [
+                    f"the checkpoint's weights ({dequantised}) have no trainable layers in peft: training loads them "
+                    "dequantised to 16 bits, as priced here"
+                ]
+                if dequantised
+                else []
+            ),
+            *run.warnings,
+        ),
         fit=fit,
         constants=constants,
     )

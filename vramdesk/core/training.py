@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from .estimate import ModelFacts
 
 
+#: weight-format kinds peft trains adapters on as stored (its GPTQ, AWQ and bitsandbytes LoRA layers); other
+#: quantised checkpoints (FP8, MXFP4, ...) load dequantised for training
+TRAINABLE_BASES = frozenset({"gptq", "awq", "bnb4", "int8"})
+
+
 class TrainingError(ValueError):
     """Options that cannot go together, named on both sides."""
 
@@ -459,11 +464,11 @@ def training_phases(
     work: FinetuneWorkload,
     par: Parallelism,
     gpu_count: int,
-    base_weights: str = "auto",
+    base_weights: str | WeightFormat = "auto",
     gpus_per_node: int | None = None,
 ) -> TrainingRun:
     """``base_weights``: the frozen base's storage for LoRA / QLoRA ("auto" = bf16 for LoRA, nf4 with double
-    quantisation for QLoRA; a GPTQ / AWQ / bnb name trains adapters on that quantised base).
+    quantisation for QLoRA; a GPTQ / AWQ / bnb name or format trains adapters on that quantised base).
     ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them."""
     arch = facts.arch
     if work.method == "qlora" and work.precision in ("fp32",):
@@ -502,6 +507,7 @@ def training_phases(
     #: GPTQ base: per layer, bytes of the dequantised matrices its backward keeps; and the largest matrix
     gptq_kept: dict[int, int] = {}
     gptq_largest = 0
+    base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
         if train_vision:
@@ -512,15 +518,17 @@ def training_phases(
             # DoRA adds one trainable magnitude per output feature of every adapted matrix
             trainable += sum((t.shape[0] if len(t.shape) == 3 else 1) * t.shape[-2] for t in chosen)
         base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" else "bf16")
-        if base_weights != "auto":
-            base_fmt = base_weights
-        try:
-            fmt = parse_weight_format(base_fmt, base_dtype="bf16")
-        except FormatError as err:  # pragma: no cover - fixed names
-            raise TrainingError(str(err)) from err
+        if isinstance(base_weights, WeightFormat):
+            fmt = base_weights
+        else:
+            try:
+                fmt = parse_weight_format(base_fmt if base_weights == "auto" else base_weights, base_dtype="bf16")
+            except FormatError as err:  # pragma: no cover - names checked by the scenario
+                raise TrainingError(str(err)) from err
         base = facts.weights(fmt, frozenset({"text"}))
         base_bytes = base.total
         quantised = fmt.kind not in ("float",)
+        base_kind = fmt.kind
         gather_fmt = fmt if quantised else None
         #: bytes of one unquantised base parameter (embeddings, norms, lm_head, biases) as training sees it
         base_float = 4 if work.precision == "fp32" else 2
@@ -735,7 +743,7 @@ def training_phases(
         )
     if buckets:
         extra.append(comp("communication buckets", buckets, "overhead", bucket_text))
-    if work.method == "qlora":
+    if base_kind == "bnb4":
         extra.append(
             comp(
                 "dequantised matrix",

@@ -39,7 +39,7 @@ HOLE = 0.52
 SHORT_PHASE_NAMES = {
     "loss + start of backward": "loss",
     "backward (recompute)": "recompute",
-    "backward (first layer)": "first layer",
+    "backward (first layer)": "layer 1",
     "backward (end)": "backward",
     "optimizer step": "optimizer",
 }
@@ -562,5 +562,10 @@ class PhaseChart(QWidget):
                 ]
             ]
         )
-        axis.setHeight(2 * QFontMetrics(axis.style.get("tickFont") or axis.font()).height() + 12)
+        # six phases (checkpointing's recompute and the first layer's backward) need a point less to stay apart
+        font = QFont(axis.font())
+        if len(phases) >= 6 and font.pointSizeF() > 7:
+            font.setPointSizeF(font.pointSizeF() - 1)
+        axis.setStyle(tickFont=font)
+        axis.setHeight(2 * QFontMetrics(font).height() + 12)
         plot.setRange(xRange=(-0.6, len(phases) - 0.4), yRange=(0, top), padding=0)
