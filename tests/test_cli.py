@@ -264,6 +264,14 @@ def test_adapter_and_fsdp_options_reach_the_scenario(capsys: pytest.CaptureFixtu
         "--nodes", "2", "--fsdp", "--fsdp-strategy", "hybrid", "--gpu", "H100 SXM", "--json",
     )  # fmt: skip
     assert code == 0 and json.loads(out)["scenario"]["parallelism"]["fsdp_strategy"] == "hybrid"
+    code, out = cli(
+        "estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--gpus", "8", "--fsdp", "--fsdp-version", "2",
+        "--lora-targets", "q,v", "--gpu", "H100 SXM", "--json",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["scenario"]["parallelism"]["fsdp_version"] == 2
+    with pytest.raises(SystemExit):
+        cli("estimate", "meta-llama/Llama-3.1-8B", "--mode", "finetune", "--fsdp-version", "3")
+    assert "invalid choice: 3" in capsys.readouterr().err
     code, _ = cli(*base, "--modules-to-save", "mlp")
     assert code == 2 and "modules_to_save: 'mlp'" in capsys.readouterr().err
 

@@ -255,6 +255,7 @@ FINETUNE += [
     S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 1}, kind="finetune", method="full"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True}, kind="finetune", method="full"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True, "offload": "params"}, kind="finetune", method="lora"),
+    S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True, "fsdp_version": 2}, kind="finetune", method="lora"),
     S(L70, "H100 SXM", gpus=8, parallel={"pp": 4, "tp": 2}, kind="finetune", method="full"),
     S(L8, "H100 SXM", gpus=4, parallel={"pp": 4}, kind="finetune", method="full", grad_accum=8),
     S(L8, "H100 SXM", gpus=2, kind="finetune", method="full"),

@@ -193,3 +193,33 @@ def test_fsdp_lora_with_reentrant_checkpointing_keeps_every_layer_input_gradient
     # and one GPU without FSDP keeps none either
     alone = _train(LLAMA, method="lora", seq_len=s, micro_batch=2, grad_checkpointing=True)
     assert _comp(alone, "backward (recompute)", "retained input gradients") == 0
+
+
+def test_fsdp2_lora_keeps_frozen_layers_frozen() -> None:
+    """FSDP2's fully_shard leaves frozen parameters frozen (a CPU check with two gloo ranks matched plain LoRA byte
+    for byte): frozen linears keep no inputs and no input gradient is retained, unlike FSDP1's flat parameters.
+    Model states and gathers are the same for both versions. (With adapters on every linear layer the two rules
+    save the same tensors; on q and v only, FSDP1's frozen linears keep inputs LoRA would not.)"""
+    s = 4096
+    qv = {"lora_targets": ["q", "v"]}
+
+    def run(version: int, method: str = "lora") -> Any:
+        par = {"fsdp": True, "fsdp_version": version}
+        extra = qv if method == "lora" else {}
+        return _train(
+            LLAMA, method=method, seq_len=s, micro_batch=2, parallel=par, gpus=2, grad_checkpointing=True, **extra
+        )
+
+    v1, v2 = run(1), run(2)
+    assert _comp(v2, "backward (recompute)", "retained input gradients") == 0
+    assert _comp(v2, "backward (recompute)", "activations") < _comp(v1, "backward (recompute)", "activations")
+    # per GPU, FSDP2 LoRA saves exactly what LoRA on one GPU saves
+    alone = _train(LLAMA, method="lora", seq_len=s, micro_batch=2, grad_checkpointing=True, **qv)
+    assert _comp(v2, "backward (recompute)", "activations") == _comp(alone, "backward (recompute)", "activations")
+    for name in ("weights", "optimizer states", "gathered layer parameters"):
+        assert _comp(v2, "optimizer step" if name != "gathered layer parameters" else "forward", name) == _comp(
+            v1, "optimizer step" if name != "gathered layer parameters" else "forward", name
+        )
+    # a full fine-tune trains every parameter: the two versions agree
+    assert run(1, "full").peak_allocated_bytes == run(2, "full").peak_allocated_bytes
+    assert "FSDP2 full" in next(c.explain for c in v2.components if c.name == "weights")

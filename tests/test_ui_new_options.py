@@ -32,7 +32,7 @@ BIAS_MODEL = "Qwen/Qwen2.5-0.5B"
 H100 = "H100 SXM"
 
 NEW_FINETUNE = ("modules_to_save", "lora_bias", "adapter_dtype", "vision_tower")
-NEW_PARALLEL = ("fsdp_strategy", "zero_bucket", "zero_overlap_comm")
+NEW_PARALLEL = ("fsdp_strategy", "fsdp_version", "zero_bucket", "zero_overlap_comm")
 NEW_INFERENCE = ("max_memory_gib", "cpu_memory_gib")
 
 
@@ -62,6 +62,7 @@ def every_option_set() -> Scenario:
             "zero": 2,
             "fsdp": True,
             "fsdp_strategy": "hybrid",
+            "fsdp_version": 2,
             "zero_bucket": 123_456_789,
             "zero_overlap_comm": False,
         },
@@ -133,7 +134,12 @@ def test_every_new_option_round_trips_through_the_presenter() -> None:
         "base",
         "trained",
     )
-    assert (form.fsdp_strategy, form.zero_bucket, form.zero_overlap_comm) == ("hybrid", 123_456_789, False)
+    assert (form.fsdp_strategy, form.fsdp_version, form.zero_bucket, form.zero_overlap_comm) == (
+        "hybrid",
+        2,
+        123_456_789,
+        False,
+    )
     assert scenario_from_form(s, form) == s
     # the form writes the modules in its own order; the same set keeps the scenario's order
     assert scenario_from_form(s, replace(form, modules_to_save=("embed", "lm_head"))) == s
@@ -163,6 +169,7 @@ def test_every_new_option_round_trips_through_the_window(qtbot) -> None:
     assert f.lora_bias_combo.currentData() == "lora_only" and f.adapter_dtype_combo.currentData() == "base"
     assert f.vision_combo.currentData() == "trained" and f.vision_combo.isEnabled()
     assert f.fsdp_strategy_combo.currentData() == "hybrid" and f.zero_overlap_combo.currentData() is False
+    assert f.fsdp_version_combo.currentData() == "2" and f.fsdp_version_combo.isEnabled()
     assert f.zero_bucket_spin.value() == 123_456_789
     assert scenario_from_form(s, f.values()) == s
     assert shown_scenario(w) == s
@@ -285,6 +292,29 @@ def test_shard_grad_op_keeps_whole_parameters_on_every_gpu(qtbot) -> None:
     # FSDP off: the strategy is disabled but kept (it comes back with FSDP)
     change(qtbot, w, lambda: f.fsdp_check.setChecked(False))
     assert not f.fsdp_strategy_combo.isEnabled() and f.fsdp_strategy_combo.currentData() == "shard-grad-op"
+
+
+def test_fsdp2_lowers_lora_activations_in_the_window(qtbot) -> None:
+    lora_qv = {"lora_targets": ("q", "v"), "grad_checkpointing": True}
+    w = make_window(qtbot, finetune(gpus=4, par={"fsdp": True}, **lora_qv))
+    f = w.form
+    assert f.fsdp_version_combo.isEnabled() and f.fsdp_version_combo.currentData() == "1"
+    v1 = shown(w)
+    v2 = change(qtbot, w, lambda: pick(f.fsdp_version_combo, "2"))
+    assert v2 == core(finetune(gpus=4, par={"fsdp": True, "fsdp_version": 2}, **lora_qv))
+
+    def acts(e: Estimate) -> int:
+        return next(
+            c.bytes
+            for p in e.phases
+            if p.name == "backward (recompute)"
+            for c in p.components
+            if c.name == "activations"
+        )
+
+    assert acts(v2) < acts(v1)
+    change(qtbot, w, lambda: f.fsdp_check.setChecked(False))
+    assert not f.fsdp_version_combo.isEnabled() and f.fsdp_version_combo.currentData() == "2"
 
 
 def test_deepspeed_bucket_and_overlap_comm(qtbot) -> None:

@@ -75,7 +75,17 @@ _FINETUNE_KEYS = {
 }
 _VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
 _LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full", "split_mode"}
-_PARALLEL_KEYS = {"tp", "pp", "zero", "fsdp", "fsdp_strategy", "offload", "zero_bucket", "zero_overlap_comm"}
+_PARALLEL_KEYS = {
+    "tp",
+    "pp",
+    "zero",
+    "fsdp",
+    "fsdp_strategy",
+    "fsdp_version",
+    "offload",
+    "zero_bucket",
+    "zero_overlap_comm",
+}
 _ALL_KEYS = (
     {"deepspeed", "nodes"}
     | _INFERENCE_KEYS
@@ -238,6 +248,14 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         choices=get_args(FsdpStrategy),
         default=None,
         help="FSDP sharding: full, shard-grad-op (like ZeRO-2), hybrid (shard inside a node) [full]",
+    )
+    p.add_argument(
+        "--fsdp-version",
+        type=int,
+        choices=[1, 2],
+        default=None,
+        help="1: FullyShardedDataParallel (accelerate's default), 2: fully_shard; with LoRA, FSDP1 makes frozen "
+        "layers keep their inputs [1]",
     )
     p.add_argument("--offload", choices=get_args(Offload), default=None)
     p.add_argument(

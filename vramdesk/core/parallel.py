@@ -60,7 +60,7 @@ def shards(par: Parallelism, gpu_count: int, gpus_per_node: int | None = None) -
         note = (
             f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
             + (f", ZeRO-{par.zero}" if par.zero else "")
-            + (f", FSDP {par.fsdp_strategy}" if par.fsdp else "")
+            + (f", FSDP{'2' if par.fsdp_version == 2 else ''} {par.fsdp_strategy}" if par.fsdp else "")
             + ")"
         )
     return Shards(

@@ -205,6 +205,9 @@ class Parallelism(_Frozen):
     #: FSDP sharding: full (parameters, gradients, states), shard-grad-op (gradients and states, like ZeRO-2),
     #: hybrid (full sharding inside each node, replicas across nodes)
     fsdp_strategy: FsdpStrategy = "full"
+    #: FSDP1 (FullyShardedDataParallel, flat parameters; accelerate's default) or FSDP2 (fully_shard, per-parameter
+    #: DTensors): with LoRA they differ in what frozen layers keep for backward
+    fsdp_version: Literal[1, 2] = 1
     #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
     zero_bucket: int | None = Field(default=None, ge=1, le=10**12)
     #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)

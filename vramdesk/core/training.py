@@ -562,12 +562,13 @@ def training_phases(
                 if t.layer is not None and fmt.is_quantized(t.name, t.role, shape=t.shape):
                     gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
                     gptq_largest = max(gptq_largest, t.shape[-2] * t.shape[-1])
-        if (not quantised or fmt.kind == "gptq") and work.precision in ("bf16", "fp16") and not par.fsdp:
+        fsdp1 = par.fsdp and par.fsdp_version == 1
+        if (not quantised or fmt.kind == "gptq") and work.precision in ("bf16", "fp16") and not fsdp1:
             # (under FSDP1 with use_orig_params, as accelerate wraps PEFT models, a frozen weight is a view of a
             # flat parameter that requires grad, so frozen linears keep their inputs as in a full fine-tune: the
             # general rule applies. Checked on CPU with two gloo ranks and torch 2.13: +78 % saved activations
             # in a LoRA block; FSDP2's fully_shard keeps the frozen weights frozen and matches plain LoRA byte
-            # for byte, which this estimate, modelling FSDP1, does not distinguish yet)
+            # for byte, so it takes this rule)
             adapter_copy_b = 4 if lora_fp32_inputs else 2
         saved, bias_params = _saved_modules(facts, work, chosen)
         saved_params = sum(n for _, n in saved)
@@ -855,7 +856,7 @@ def training_phases(
     ]
     retained: tuple[Component, ...] = ()
     if work.grad_checkpointing:
-        if par.fsdp and lora:
+        if par.fsdp and par.fsdp_version == 1 and lora:
             # FSDP1 frozen units (peft's wrap policy puts the adapters in their own units) register a reshard-only
             # post-backward hook on each layer's input; under reentrant checkpointing that input is the recompute's
             # detached copy, and the hook's closure keeps it and its gradient alive until _finalize_params at the

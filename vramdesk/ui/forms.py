@@ -509,6 +509,19 @@ class WorkloadForm(QWidget):
             },
         )
         self.fsdp_strategy_combo.setAccessibleName(tr("FSDP strategy"))
+        self.fsdp_version_combo = _combo(
+            ("1", "2"),
+            tr("FSDP version (FSDP only)"),
+            {"1": tr("FSDP1"), "2": tr("FSDP2")},
+            {
+                "1": tr(
+                    "FullyShardedDataParallel (accelerate's default): with LoRA, frozen layers keep their inputs for "
+                    "backward as in a full fine-tune"
+                ),
+                "2": tr("fully_shard (per-parameter sharding): frozen layers keep only what LoRA needs"),
+            },
+        )
+        self.fsdp_version_combo.setAccessibleName(tr("FSDP version"))
         self.zero_bucket_spin = QDoubleSpinBox()
         # elements up to 10^12 do not fit a QSpinBox (32 bits); a double holds them exactly
         self.zero_bucket_spin.setRange(0, ZERO_BUCKET_MAX)
@@ -555,6 +568,7 @@ class WorkloadForm(QWidget):
         hl.addRow(tr("ZeRO bucket"), self.zero_bucket_spin)
         hl.addRow(tr("overlap_comm"), self.zero_overlap_combo)
         hl.addRow(self.fsdp_check, self.fsdp_strategy_combo)
+        hl.addRow(tr("FSDP version"), self.fsdp_version_combo)
         hl.addRow(tr("Offload"), self.offload_combo)
 
         self.validation_label = QLabel("")
@@ -588,6 +602,7 @@ class WorkloadForm(QWidget):
             self.adapter_dtype_combo,
             self.vision_combo,
             self.fsdp_strategy_combo,
+            self.fsdp_version_combo,
             self.zero_overlap_combo,
             self.llama_split_combo,
         ):
@@ -732,6 +747,7 @@ class WorkloadForm(QWidget):
         for w in (self.zero_combo, self.fsdp_check, self.offload_combo):
             w.setEnabled(finetune)
         self.fsdp_strategy_combo.setEnabled(finetune and self.fsdp_check.isChecked())
+        self.fsdp_version_combo.setEnabled(finetune and self.fsdp_check.isChecked())
         self.checkpoint_every_spin.setEnabled(self.checkpointing_check.isChecked())
         self.llama_split_combo.setEnabled(self.gpu_count_spin.value() > 1)
         zero = finetune and bool(self.zero_combo.currentData())
@@ -828,6 +844,7 @@ class WorkloadForm(QWidget):
             zero=int(self.zero_combo.currentData()),
             fsdp=self.fsdp_check.isChecked(),
             fsdp_strategy=str(self.fsdp_strategy_combo.currentData()),
+            fsdp_version=int(self.fsdp_version_combo.currentData()),
             zero_bucket=bucket or None,
             zero_overlap_comm=self.zero_overlap_combo.currentData(),
             offload=str(self.offload_combo.currentData()),
@@ -881,6 +898,7 @@ class WorkloadForm(QWidget):
             select(self.zero_combo, form.zero)
             self.fsdp_check.setChecked(form.fsdp)
             select(self.fsdp_strategy_combo, form.fsdp_strategy)
+            select(self.fsdp_version_combo, str(form.fsdp_version))
             self.zero_bucket_spin.setValue(form.zero_bucket or 0)
             select(self.zero_overlap_combo, form.zero_overlap_comm)
             select(self.offload_combo, form.offload)

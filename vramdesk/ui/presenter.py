@@ -165,6 +165,7 @@ class FormValues:
     zero: int = 0
     fsdp: bool = False
     fsdp_strategy: str = "full"
+    fsdp_version: int = 1
     #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default
     zero_bucket: int | None = None
     #: DeepSpeed overlap_comm; None = DeepSpeed's default
@@ -227,6 +228,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         zero=par.zero,
         fsdp=par.fsdp,
         fsdp_strategy=par.fsdp_strategy,
+        fsdp_version=par.fsdp_version,
         zero_bucket=par.zero_bucket,
         zero_overlap_comm=par.zero_overlap_comm,
         offload=par.offload,
@@ -314,6 +316,7 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
         "zero": form.zero,
         "fsdp": form.fsdp,
         "fsdp_strategy": form.fsdp_strategy,
+        "fsdp_version": form.fsdp_version,
         "zero_bucket": form.zero_bucket,
         "zero_overlap_comm": form.zero_overlap_comm,
         "offload": form.offload,
