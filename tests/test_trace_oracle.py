@@ -235,13 +235,13 @@ GPTQ_CASES = [
 def test_gptq_lora_matches_its_trace(sim: ModuleType, report: ModuleType, name: str, phase: str) -> None:
     """A GPTQ layer keeps its dequantised 16-bit weight (not its input) for backward and unpacks each matrix
     through int32: without checkpointing the step holds the whole model dequantised (27.3 GiB traced for a
-    3.6 GiB base; the 16-bit-base rule said 15.3), with checkpointing one layer's worth. Within 3 %: at 4096
-    tokens the trace also holds peft's fp32 cast of an adapted input next to its dropout copy (-2.5 %)."""
+    3.6 GiB base; the 16-bit-base rule said 15.3), with checkpointing one layer's worth; within 2.5 %, as the
+    16-bit traces."""
     header, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
     assert header["settings"]["gptq_int4"] == 128 and "auto_gptq" in header["versions"]
     result = sim.replay(events)
     est = _estimate(report, header)
-    assert est.peak_allocated_bytes == pytest.approx(result.peak_allocated, rel=0.03)
+    assert est.peak_allocated_bytes == pytest.approx(result.peak_allocated, rel=0.025)
     assert est.peak_phase == phase
     # every one of these steps peaks in a backward or just before it, never in the optimizer step
     top = max(result.phases.items(), key=lambda kv: kv[1][0])[0]

@@ -771,7 +771,20 @@ def training_phases(
                 "scaling it to 16 bits: 5 B per element for a moment",
             ),
         )
-        forward_extra += unpack
+    if adapter_copy_b == 4 and work.lora_dropout > 0 and chosen:
+        # peft casts the adapted input to fp32 and then drops out of that copy: the cast lives next to the dropped
+        # copy (which lora_A keeps) until the layer returns (traced: the MLP down projection's input, 4 B x I)
+        widest = max(t.shape[-1] for t in chosen)
+        unpack += (
+            comp(
+                "LoRA input cast",
+                4 * widest * b * s / par.tp,
+                "activations",
+                f"peft's fp32 cast of the widest adapted input ({widest:,} features x {b * s:,} tokens), alive next "
+                "to its dropout copy while the layer runs",
+            ),
+        )
+    forward_extra += unpack
     if lora and work.dora:
         biggest = max((t.shape[-2] * t.shape[-1] for t in chosen), default=0)
         forward_extra.append(
