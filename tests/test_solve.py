@@ -181,6 +181,35 @@ def test_changes_prefer_cheap_edits() -> None:
     assert all(c.key != "offload=params" for c in first.changes)
 
 
+def test_fsdp1_lora_is_offered_fsdp2_at_no_cost() -> None:
+    """FSDP1 makes a LoRA model's frozen layers keep their inputs; switching to fully_shard costs nothing."""
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {
+            "model": {"id": LLAMA8},
+            "workload": {
+                "kind": "finetune",
+                "method": "lora",
+                "lora_targets": ["q", "v"],
+                "seq_len": 1536,
+                "grad_checkpointing": False,
+            },
+            "hardware": {"gpu": "RTX 4090", "gpu_count": 2},
+            "parallelism": {"fsdp": True},
+        }
+    )
+    res = smallest_changes(s, cat.facts(LLAMA8), cat.gpu("RTX 4090"))
+    assert res.current_verdict == "does not fit"
+    first = res.options[0]
+    assert [c.key for c in first.changes] == ["fsdp_version=2"] and first.cost == 0
+    assert Scenario.model_validate(first.scenario).parallelism.fsdp_version == 2
+    assert verdict(Scenario.model_validate(first.scenario)) == "fits"
+    # a full fine-tune trains every parameter: the version changes nothing there, so it is not offered
+    full = s.model_copy(update={"workload": s.workload.model_copy(update={"method": "full"})})
+    keys = [c.key for o in smallest_changes(full, cat.facts(LLAMA8), cat.gpu("RTX 4090")).options for c in o.changes]
+    assert "fsdp_version=2" not in keys
+
+
 def cli(*args: str) -> tuple[int, str]:
     out = io.StringIO()
     code = main(list(args), out=out)

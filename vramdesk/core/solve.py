@@ -398,9 +398,9 @@ COST_RULE = (
     "5-6 bit GGUF quality 2; 4-bit weights quality 3 (speed +1 for bitsandbytes); activation checkpointing "
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
     "+ speed 3; vLLM gpu_memory_utilization 0.95 or max_num_batched_tokens 2048 speed 1, --enforce-eager speed 3; "
-    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; llama.cpp CPU layers speed 2-9 "
-    "by the share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x "
-    "the share cut; n more GPUs cost 2 x n (money)"
+    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; FSDP2 for LoRA 0; llama.cpp CPU "
+    "layers speed 2-9 by the share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller "
+    "batch speed 1 + 6 x the share cut; n more GPUs cost 2 x n (money)"
 )
 
 
@@ -606,6 +606,20 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
                     speed_cost=0,
                 ),
                 lambda s: with_work(s, expandable_segments=True),
+            )
+        )
+    par = scenario.parallelism
+    if par.fsdp and par.fsdp_version == 1 and work.method != "full":
+        # FSDP1's flat parameters make frozen layers keep their inputs; fully_shard does not
+        out.append(
+            _Cand(
+                Change(
+                    key="fsdp_version=2",
+                    description="FSDP2 (fully_shard) instead of FSDP1",
+                    quality_cost=0,
+                    speed_cost=0,
+                ),
+                lambda s: with_data(s, lambda d: d["parallelism"].update(fsdp_version=2)),
             )
         )
     if work.optimizer in ("adamw", "adamw-fused", "lion", "adafactor"):
