@@ -246,3 +246,22 @@ def test_gptq_lora_matches_its_trace(sim: ModuleType, report: ModuleType, name: 
     # every one of these steps peaks in a backward or just before it, never in the optimizer step
     top = max(result.phases.items(), key=lambda kv: kv[1][0])[0]
     assert top.endswith("-bwd"), top
+
+
+def test_device_results_are_compared_with_the_replays(
+    sim: ModuleType, report: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """benchmarks/device/measure_steps.py writes what a GPU did for a trace's steps; replay_report.py --device puts
+    the replay beside it (a failed run is listed with its error)."""
+    name = "g-mistral-lora-b1-s2048"
+    _, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
+    replay = sim.replay(events)
+    gpu = {"trace": name, "peak_allocated": int(replay.peak_allocated * 1.01), "nvml_used_max": 17 * 2**30}
+    gpu["peak_reserved"] = int(replay.peak_reserved * 0.98)
+    path = tmp_path / "results.jsonl"
+    failed = {"trace": "g-mistral-full-b8-s4096", "error": "OutOfMemoryError: CUDA out of memory"}
+    path.write_text(json.dumps(gpu) + "\n" + json.dumps(failed) + "\n", encoding="utf-8")
+    assert report.main(["--device", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{name}" in out and "-1.0%" in out and "+2.0%" in out and "17.00" in out
+    assert "OutOfMemoryError" in out

@@ -93,8 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="replay only traces whose name contains this text")
     ap.add_argument("--phases", action="store_true", help="also print each phase's simulated peaks")
+    ap.add_argument(
+        "--device",
+        metavar="FILE",
+        help="results of benchmarks/device/measure_steps.py: compare them with the replays instead",
+    )
     args = ap.parse_args(argv)
     sim = load_simulator()
+    if args.device:
+        return compare_device(sim, Path(args.device))
     measured: dict[str, dict[str, Any]] = yaml.safe_load((DATA / "allocator_measured.yaml").read_text("utf-8"))
     catalog = default_catalog()
     gpu = catalog.gpu("A100 80GB SXM")
@@ -146,6 +153,39 @@ def main(argv: list[str] | None = None) -> int:
     for level, errs in errors.items():
         if errs:
             print(f"  {level:10} {100 * statistics.median(abs(e) for e in errs):5.1f} %  ({len(errs)})")
+    return 0
+
+
+def compare_device(sim: Any, path: Path) -> int:
+    """The replay of each trace next to the same steps run on a GPU (measure_steps.py): max_memory_allocated,
+    max_memory_reserved (the replay with that GPU's capacity unknown: uncapped) and NVML's figure for the process
+    against reserved + the CUDA context this report assumes."""
+    head = f"{'trace':40} {'sim A':>7} {'gpu A':>7} {'err':>6} | {'sim R':>7} {'gpu R':>7} {'err':>6} | {'gpu NVML':>8}"
+    print(head)
+    print("-" * len(head))
+    errors: dict[str, list[float]] = {"allocated": [], "reserved": []}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        res = json.loads(line)
+        name = str(res["trace"])
+        if "error" in res:
+            print(f"{name:40} {res['error'][:70]}")
+            continue
+        _, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
+        replay = sim.replay(events, expandable_segments="expandable" in str(res.get("alloc_conf", "")))
+        ea = replay.peak_allocated / res["peak_allocated"] - 1
+        er = replay.peak_reserved / res["peak_reserved"] - 1
+        errors["allocated"].append(ea)
+        errors["reserved"].append(er)
+        print(
+            f"{name:40} {replay.peak_allocated / GIB:7.2f} {res['peak_allocated'] / GIB:7.2f} {100 * ea:+5.1f}% | "
+            f"{replay.peak_reserved / GIB:7.2f} {res['peak_reserved'] / GIB:7.2f} {100 * er:+5.1f}% | "
+            f"{res['nvml_used_max'] / GIB:8.2f}"
+        )
+    for level, errs in errors.items():
+        if errs:
+            print(f"  {level:10} |error| median {100 * statistics.median(abs(e) for e in errs):5.1f} %  ({len(errs)})")
     return 0
 
 
