@@ -347,6 +347,9 @@ def test_gptq_layers_keep_their_dequantised_weights_for_backward() -> None:
     # the unpacking goes through int32 and int8: 5 B per element of the largest matrix (gate/up: 14336 x 4096)
     assert _comp(ckpt, "forward", "GPTQ unpacking") == 5 * 14336 * 4096
     assert _comp(ckpt, "backward (recompute)", "GPTQ unpacking") == 5 * 14336 * 4096
+    # 8-bit words unpack through int16
+    int8 = _explicit(LLAMA, "gptq-int8", method="lora", precision="fp16", seq_len=1024, grad_checkpointing=True)
+    assert _comp(int8, "forward", "GPTQ unpacking") == 6 * 14336 * 4096
     # a bitsandbytes base keeps the 4-bit weight and dequantises again in backward: none of this
     bnb = train(LLAMA, method="qlora", seq_len=1024)
     assert all(c.name != "GPTQ unpacking" for p in bnb.phases for c in p.components)

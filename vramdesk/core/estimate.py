@@ -460,7 +460,7 @@ def _estimate_training(
         warnings=(
             *(
                 [
-                    f"the checkpoint's weights ({dequantised}) have no trainable layers in peft: training loads them "
+                    f"the checkpoint's weights ({dequantised}) cannot be trained as stored: training loads them "
                     "dequantised to 16 bits, as priced here"
                 ]
                 if dequantised

@@ -506,7 +506,7 @@ def training_phases(
     gather_fmt: WeightFormat | None = None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
     #: GPTQ base: per layer, bytes of the dequantised matrices its backward keeps; and the largest matrix
     gptq_kept: dict[int, int] = {}
-    gptq_largest = 0
+    gptq_largest = gptq_bits = 0
     base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
@@ -558,6 +558,7 @@ def training_phases(
             # multiplies; autograd keeps that matrix, not the input, for the input's gradient. Checked with
             # auto_gptq 0.7.1's qlinear_cuda_old on the CPU: the saved tensor is the (in, out) fp16 weight, and the
             # unpacking peaks at about 5 B per weight element
+            gptq_bits = fmt.bits or 4
             for t in text_tensors:
                 if t.layer is not None and fmt.is_quantized(t.name, t.role, shape=t.shape):
                     gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
@@ -762,13 +763,15 @@ def training_phases(
     #: transient tensors of a forward matmul, in the forward and in the recompute of a checkpointed layer
     unpack: tuple[Component, ...] = ()
     if gptq_largest:
+        # the shifted int32 words, then their int8 (int16 for 8 bits) copy, both alive for a moment
+        narrow = 2 if gptq_bits == 8 else 1
         unpack = (
             comp(
                 "GPTQ unpacking",
-                5 * gptq_largest,
+                (4 + narrow) * gptq_largest,
                 "activations",
-                f"auto_gptq unpacks the largest 4-bit matrix ({gptq_largest:,} elements) to int32 and int8 before "
-                "scaling it to 16 bits: 5 B per element for a moment",
+                f"auto_gptq unpacks the largest {gptq_bits}-bit matrix ({gptq_largest:,} elements) to int32 and "
+                f"int{8 * narrow} before scaling it to 16 bits: {4 + narrow} B per element for a moment",
             ),
         )
     if adapter_copy_b == 4 and work.lora_dropout > 0 and chosen:
