@@ -379,6 +379,10 @@ def test_adapters_train_on_a_quantised_checkpoint_as_stored() -> None:
     with pytest.raises(EstimateError, match=r"full fine-tune.*GPTQ"):
         _explicit(LLAMA, "gptq-int4", method="full")
     assert _explicit("Qwen/Qwen2.5-7B-Instruct-AWQ", "bf16", method="full").peak_allocated_bytes > 50 * GIB
+    # AutoAWQ dequantises again in backward and repeats the matrix per sequence: 2 B x (1 + batch) x the widest
+    awq = _auto("Qwen/Qwen2.5-7B-Instruct-AWQ", method="lora", micro_batch=2)
+    widest = 18944 * 3584  # Qwen2.5-7B's gate / up / down projections
+    assert _comp(awq, "backward (end)", "dequantised matrix") == 2 * 3 * widest
     fp8 = _auto("Qwen/Qwen3-8B-FP8", method="lora")
     assert any("dequantised to 16 bits" in x for x in fp8.warnings)
     assert next(c for c in fp8.components if c.name == "weights").bytes > 15 * GIB

@@ -745,18 +745,29 @@ def training_phases(
         )
     if buckets:
         extra.append(comp("communication buckets", buckets, "overhead", bucket_text))
+    widest_matrix = max(
+        (t.numel // (t.shape[0] if len(t.shape) == 3 else 1) for t in text_tensors if t.role in _LINEAR_ROLES),
+        default=0,
+    )
     if base_kind == "bnb4":
         extra.append(
             comp(
                 "dequantised matrix",
-                2
-                * max(
-                    (t.numel // (t.shape[0] if len(t.shape) == 3 else 1))
-                    for t in text_tensors
-                    if t.role in _LINEAR_ROLES
-                ),
+                2 * widest_matrix,
                 "activations",
                 "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
+            )
+        )
+    elif base_kind == "awq":
+        # AutoAWQ's WQLinearMMFunction keeps the input for backward (the general rule) and dequantises the weight
+        # again there, then multiplies by it repeated once per sequence of the micro-batch
+        extra.append(
+            comp(
+                "dequantised matrix",
+                2 * (1 + b) * widest_matrix,
+                "activations",
+                f"AutoAWQ dequantises one 4-bit matrix to 16 bits in backward and repeats it for each of the {b} "
+                "sequences of the micro-batch",
             )
         )
     forward_extra: list[Component] = []
