@@ -361,7 +361,14 @@ def activations(
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
     resident = max(0.0, total - recompute) if work.grad_checkpointing else total
-    first = per_layer[0] + (merged_grad if work.grad_checkpointing else 0.0) + rb * arch.hidden * tokens + amp_copies
+    # (autocast's cache of 16-bit weight copies is cleared when the forward's autocast region ends; backward
+    # re-creates the copies of the one layer it recomputes)
+    first = (
+        per_layer[0]
+        + (merged_grad if work.grad_checkpointing else 0.0)
+        + rb * arch.hidden * tokens
+        + amp_copies / max(1, len(per_layer))
+    )
     return Activations(
         total=round(total),
         per_layer_max=round(max(per_layer)),
