@@ -265,3 +265,18 @@ def test_device_results_are_compared_with_the_replays(
     out = capsys.readouterr().out
     assert f"{name}" in out and "-1.0%" in out and "+2.0%" in out and "17.00" in out
     assert "OutOfMemoryError" in out
+
+
+def test_amp_with_checkpointing_follows_its_trace(sim: ModuleType, report: ModuleType) -> None:
+    """Full fine-tuning under AMP with checkpointing (Qwen2.5-1.5B, tied embeddings): autocast's weight copies live
+    through the forward only (the checkpointed layers save nothing), and the tied embedding's two gradients meet
+    at the very end of backward, which is the backward's peak. Every phase the trace shows is matched."""
+    header, events = sim.read_trace(TRACES / "g-qwen15-full-amp-b1-s2048.jsonl.gz")
+    result = sim.replay(events)
+    est = _estimate(report, header)
+    phase = {p.name: p.allocated_bytes for p in est.phases}
+    assert est.peak_allocated_bytes == pytest.approx(result.peak_allocated, rel=0.01)
+    assert phase["forward"] == pytest.approx(result.phases["step1-fwd"][0], rel=0.025)
+    backward = max(v for k, v in phase.items() if k.startswith(("loss", "backward")))
+    assert backward == pytest.approx(result.phases["step1-bwd"][0], rel=0.01)
+    assert max(phase, key=lambda k: phase[k] if k.startswith("backward") else 0) == "backward (end)"

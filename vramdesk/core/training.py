@@ -224,6 +224,9 @@ class Activations:
     #: late in backward, while the first layer is (recomputed and) back-propagated: that layer's activations and
     #: its input; every other layer's activations are gone by then
     first_layer: int = 0
+    #: with checkpointing under AMP: autocast's cached 16-bit weight copies of the layers that save nothing, alive
+    #: until the forward's autocast region ends
+    forward_cache: int = 0
 
 
 def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, float]:
@@ -298,6 +301,11 @@ def activations(
     rb = residual_bytes
     outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
     amp_copies = 2 * linear_params / tp if prec.amp else 0
+    #: autocast's 16-bit weight copies: autograd keeps those of layers that save their activations until their
+    #: backward; a checkpointed layer's forward runs without grad, so its copies live only in autocast's cache,
+    #: which is cleared when the forward's autocast region ends; a recomputed layer makes its own again
+    amp_layer = amp_copies / max(1, len(per_layer))
+    amp_saved = amp_copies
     k = work.checkpoint_every
     # the backward of a recomputed layer with adapted experts also holds the gradient of its merged weights
     merged_grad = max(merged.values(), default=0) / tp
@@ -309,7 +317,8 @@ def activations(
         kept_layers = [a for i, a in enumerate(per_layer) if i % k]
         ckpt = [a for i, a in enumerate(per_layer) if not i % k]
         recompute = max(ckpt) + merged_grad
-        total = sum(kept_layers) + rb * arch.hidden * tokens * len(ckpt) + recompute + outside + amp_copies
+        amp_saved = amp_copies * len(kept_layers) / max(1, len(per_layer))
+        total = sum(kept_layers) + rb * arch.hidden * tokens * len(ckpt) + recompute + outside + amp_saved + amp_layer
         how = (
             f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
             f"{len(kept_layers)} layers with all their activations (up to {max(per_layer) / MIB:.0f} MiB each) + "
@@ -322,7 +331,8 @@ def activations(
     elif work.grad_checkpointing:
         # only each layer's input survives the forward; one layer is recomputed at a time in backward
         recompute = max(per_layer) + merged_grad
-        total = sum(rb * arch.hidden * tokens for _ in per_layer) + recompute + outside + amp_copies
+        amp_saved = 0.0
+        total = sum(rb * arch.hidden * tokens for _ in per_layer) + recompute + outside + amp_layer
         how = (
             f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each) + one layer "
             f"recomputed ({recompute / MIB:.0f} MiB)"
@@ -360,15 +370,10 @@ def activations(
         how += " (+2 B for the soft-capped scores)" if arch.attn_softcap else ""
     if prec.amp:
         how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
-    resident = max(0.0, total - recompute) if work.grad_checkpointing else total
+    resident = max(0.0, total - recompute - amp_layer) if work.grad_checkpointing else total
     # (autocast's cache of 16-bit weight copies is cleared when the forward's autocast region ends; backward
     # re-creates the copies of the one layer it recomputes)
-    first = (
-        per_layer[0]
-        + (merged_grad if work.grad_checkpointing else 0.0)
-        + rb * arch.hidden * tokens
-        + amp_copies / max(1, len(per_layer))
-    )
+    first = per_layer[0] + (merged_grad if work.grad_checkpointing else 0.0) + rb * arch.hidden * tokens + amp_layer
     return Activations(
         total=round(total),
         per_layer_max=round(max(per_layer)),
@@ -377,6 +382,7 @@ def activations(
         resident=round(resident),
         resident_explain=(resident_how + how[plain:]) if resident_how else how,
         first_layer=round(min(first, total)),
+        forward_cache=round(amp_copies - amp_saved) if work.grad_checkpointing else 0,
     )
 
 
@@ -879,6 +885,31 @@ def training_phases(
                 ),
             )
             fresh_end = fresh
+    tied = not any(t.role == "lm_head" for t in text_tensors)
+    if work.method == "full" and tied and not (par.zero or par.fsdp) and not held:
+        # a tied embedding gets two gradients: the lm_head's at the loss head, stored, and the embedding's at the
+        # very end of backward, computed in a fresh tensor and summed out of place into a third (traced:
+        # Qwen2.5-1.5B under AMP, 2 x 0.87 GiB of fp32 over weights + states + gradients)
+        embed = next((t for t in text_tensors if t.role == "embedding"), None)
+        if embed is not None:
+            fresh_end += (
+                comp(
+                    "tied embedding gradient",
+                    2 * embed.numel * prec.grads / per.grads_div,
+                    "gradients",
+                    "the tied embedding's second gradient and its sum with the lm_head's, at the end of backward",
+                ),
+            )
+    if acts.forward_cache:
+        forward_extra.append(
+            comp(
+                "autocast weight cache",
+                acts.forward_cache,
+                "activations",
+                "autocast's 16-bit copies of the fp32 weights of layers whose forward runs without grad "
+                "(checkpointed), cached until the forward's autocast region ends",
+            )
+        )
     # with checkpointing, the forward and the loss head see only the checkpointed layer inputs; the loss head's
     # tensors are freed (its backward done) before the last layer is recomputed, so the two do not add up
     early = (
@@ -922,7 +953,6 @@ def training_phases(
         first_grads += sum(n for name, n in saved if name in embed_names) * e_b
     else:
         raw_grads = all_params * prec.grads
-        tied = not any(t.role == "lm_head" for t in text_tensors)
         first_grads = prec.grads * sum(
             t.numel for t in text_tensors if t.layer == 0 or (t.role == "embedding" and not tied)
         )
