@@ -280,3 +280,26 @@ def test_amp_with_checkpointing_follows_its_trace(sim: ModuleType, report: Modul
     backward = max(v for k, v in phase.items() if k.startswith(("loss", "backward")))
     assert backward == pytest.approx(result.phases["step1-bwd"][0], rel=0.01)
     assert max(phase, key=lambda k: phase[k] if k.startswith("backward") else 0) == "backward (end)"
+
+
+#: (trace, tolerance, what it pins down): AMP on an fp32 LoRA base and DoRA, traced after the rest
+LATER_CASES = [
+    (
+        "g-qwen15-lora-all-amp-b2-s2048",
+        0.025,
+        "LoRA under AMP: an fp32 base; the lm_head's 16-bit copy lives to the loss",
+    ),
+    ("g-qwen15-lora-qv-amp-b1-s1024-nockpt", 0.03, "every frozen linear keeps its 16-bit copy for backward"),
+    ("g-qwen15-dora-qkvo-b2-s2048-nockpt", 0.025, "DoRA keeps about 10 B per adapted output element"),
+    ("g-qwen15-dora-mlp-b2-s2048-nockpt", 0.025, "the same on the MLP, where outputs are 5.8 x wider"),
+    ("g-qwen15-dora-all-b2-s2048", 0.025, "DoRA with checkpointing: one layer's worth"),
+]
+
+
+@pytest.mark.parametrize(("name", "rel", "why"), LATER_CASES, ids=[c[0] for c in LATER_CASES])
+def test_amp_lora_and_dora_match_their_traces(
+    sim: ModuleType, report: ModuleType, name: str, rel: float, why: str
+) -> None:
+    header, events = sim.read_trace(TRACES / f"{name}.jsonl.gz")
+    traced = sim.replay(events).peak_allocated
+    assert _estimate(report, header).peak_allocated_bytes == pytest.approx(traced, rel=rel), why

@@ -76,12 +76,13 @@ def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, 
             lora_targets=targets,
             lora_dropout=float(st.get("lora_dropout") or 0.0),
             adapter_dtype="fp32",
+            dora=bool(st.get("dora")),
         )
     name = config.get("_name_or_path") or config_path.stem
     scenario = Scenario.model_validate(
         {
             "model": {"id": name},
-            "weights": f"gptq-int4-g{st['gptq_int4']}" if st.get("gptq_int4") else "bf16",
+            "weights": f"gptq-int4-g{st['gptq_int4']}" if st.get("gptq_int4") else "auto",
             "workload": work,
             "hardware": {"gpu": gpu},
         }

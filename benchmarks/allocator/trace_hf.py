@@ -463,6 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--lora-alpha", type=int, default=32)
     ap.add_argument("--lora-dropout", type=float, default=0.05)
     ap.add_argument("--lora-targets", default="q_proj,k_proj,v_proj", help="comma list or all-linear")
+    ap.add_argument("--dora", action="store_true", help="DoRA (peft use_dora)")
     ap.add_argument("--precision", choices=["bf16", "fp16", "amp-bf16"], default="bf16")
     ap.add_argument("--checkpointing", choices=["none", "reentrant", "nonreentrant"], default="none")
     ap.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa")
@@ -563,6 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 target_modules=targets,
                 task_type="CAUSAL_LM",
                 bias="none",
+                use_dora=args.dora,
             )
             if gptq_cls is not None:
                 # peft finds auto_gptq through its package, which does not import under transformers 5: map the

@@ -229,7 +229,7 @@ class Activations:
     forward_cache: int = 0
 
 
-def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, float]:
+def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor], adapter_bytes: int = 4) -> dict[int, float]:
     """Per layer, extra saved bytes per token from LoRA dropout masks and DoRA's rescaled outputs."""
     extra: dict[int, float] = {}
     for t in adapted:
@@ -240,7 +240,10 @@ def _adapter_extras(work: FinetuneWorkload, adapted: list[Tensor]) -> dict[int, 
         if work.lora_dropout > 0:
             add += in_f  # a 1-byte mask per adapted input element (the dropped copy replaces the fp32 copy)
         if work.dora:
-            add += 4 * out_f  # DoRA keeps the base output and the magnitude-scaled result for backward
+            # DoRA's (m / ||W + BA|| - 1) x base + m / ||.|| x BA x: the products keep the 16-bit base output and
+            # the adapter's output and its scaled copy in the adapter dtype for backward (traced, fp32 adapters on a
+            # bf16 base: 10.5 B per output element, fitted over q/k/v/o and over the MLP of Qwen2.5-1.5B)
+            add += (2 + 2 * adapter_bytes) * out_f
         extra[t.layer] = extra.get(t.layer, 0.0) + add
     return extra
 
@@ -256,6 +259,7 @@ def activations(
     residual_bytes: int = 2,
     adapter_copy_bytes: int = 0,
     kept_weights: dict[int, int] | None = None,
+    adapter_bytes: int = 4,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
@@ -271,7 +275,7 @@ def activations(
     tokens = b * s
     per_layer = []
     text = ""
-    extras = _adapter_extras(work, adapted or [])
+    extras = _adapter_extras(work, adapted or [], adapter_bytes)
     inputs: dict[int, int] = {}
     merged: dict[int, int] = {}  # per layer: merged expert weights kept for backward
     kept_w = kept_weights or {}
@@ -360,7 +364,11 @@ def activations(
         )
     if extras:
         how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
-        how += "; DoRA's saved base and scaled outputs (4 B per adapted output)" if work.dora else ""
+        how += (
+            f"; DoRA's saved base, adapter and scaled outputs ({2 + 2 * adapter_bytes} B per adapted output)"
+            if work.dora
+            else ""
+        )
     if kept_w:
         how += "; GPTQ base: each layer keeps its dequantised 16-bit matrices (2 B per parameter) for backward"
     if merged:
@@ -520,6 +528,7 @@ def training_phases(
     #: GPTQ base: per layer, bytes of the dequantised matrices its backward keeps; and the largest matrix
     gptq_kept: dict[int, int] = {}
     gptq_largest = gptq_bits = 0
+    amp_fp32 = False  # LoRA under AMP on an fp32 base
     base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
     if lora:
         chosen = lora_targets(facts, work.lora_targets)
@@ -530,7 +539,9 @@ def training_phases(
         if work.dora:
             # DoRA adds one trainable magnitude per output feature of every adapted matrix
             trainable += sum((t.shape[0] if len(t.shape) == 3 else 1) * t.shape[-2] for t in chosen)
-        base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" else "bf16")
+        # AMP keeps the parameters in fp32 and lets autocast make 16-bit copies (DeepSpeed casts the module instead)
+        amp_fp32 = prec.amp and not deepspeed
+        base_fmt = "nf4-dq" if work.method == "qlora" else ("fp32" if work.precision == "fp32" or amp_fp32 else "bf16")
         if isinstance(base_weights, WeightFormat):
             fmt = base_weights
         else:
@@ -544,7 +555,7 @@ def training_phases(
         base_kind = fmt.kind
         gather_fmt = fmt if quantised else None
         #: bytes of one unquantised base parameter (embeddings, norms, lm_head, biases) as training sees it
-        base_float = 4 if work.precision == "fp32" else 2
+        base_float = 4 if work.precision == "fp32" or (amp_fp32 and not quantised) else 2
         kbit_note = ""
         if quantised and fmt.kind != "gptq" and not deepspeed and not par.fsdp:
             # peft's prepare_model_for_kbit_training (the usual QLoRA recipe) casts every parameter that is not
@@ -576,8 +587,17 @@ def training_phases(
                 if t.layer is not None and fmt.is_quantized(t.name, t.role, shape=t.shape):
                     gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
                     gptq_largest = max(gptq_largest, t.shape[-2] * t.shape[-1])
+        if amp_fp32 and not quantised and not par.fsdp:
+            # autocast casts each frozen fp32 weight to 16 bits for its matmul (not cached: it needs no grad) and
+            # autograd keeps that copy, not the input, for the input's gradient; peft leaves the adapters' inputs
+            # in the compute dtype under autocast (traced: Qwen2.5-1.5B LoRA, AMP)
+            for t in text_tensors:
+                if t.layer is not None and t.role in _LINEAR_ROLES and len(t.shape) >= 2:
+                    gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
+            lora_fp32_inputs = False
         fsdp1 = par.fsdp and par.fsdp_version == 1
-        if (not quantised or fmt.kind == "gptq") and work.precision in ("bf16", "fp16") and not fsdp1:
+        frozen_rule = work.precision in ("bf16", "fp16") or (amp_fp32 and not quantised)
+        if (not quantised or fmt.kind == "gptq") and frozen_rule and not fsdp1:
             # (under FSDP1 with use_orig_params, as accelerate wraps PEFT models, a frozen weight is a view of a
             # flat parameter that requires grad, so frozen linears keep their inputs as in a full fine-tune: the
             # general rule applies. Checked on CPU with two gloo ranks and torch 2.13: +78 % saved activations
@@ -649,6 +669,7 @@ def training_phases(
         residual_bytes=residual_b,
         adapter_copy_bytes=adapter_copy_b,
         kept_weights=gptq_kept,
+        adapter_bytes=a_b or 4,
     )
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
@@ -900,6 +921,17 @@ def training_phases(
                     "the tied embedding's second gradient and its sum with the lm_head's, at the end of backward",
                 ),
             )
+    head_copy: tuple[Component, ...] = ()
+    if lora and amp_fp32 and base_kind == "float" and not par.fsdp:
+        # the lm_head's (or tied embedding's) 16-bit copy, kept by the logits matmul until the loss head's backward
+        head_copy = (
+            comp(
+                "lm_head 16-bit copy",
+                2 * arch.vocab * arch.hidden / par.tp,
+                "activations",
+                "autocast's 16-bit copy of the fp32 lm_head, kept for the logits' backward until the loss head is done",
+            ),
+        )
     if acts.forward_cache:
         forward_extra.append(
             comp(
@@ -916,8 +948,14 @@ def training_phases(
         comp("activations", acts.resident, "activations", acts.resident_explain) if work.grad_checkpointing else c_acts
     )
     phases = [
-        Phase(name="forward", components=(c_weights, c_states, *held, early, c_logits, *extra, *forward_extra)),
-        Phase(name="loss + start of backward", components=(c_weights, c_states, *held, early, c_loss, *fresh, *extra)),
+        Phase(
+            name="forward",
+            components=(c_weights, c_states, *held, early, c_logits, *head_copy, *extra, *forward_extra),
+        ),
+        Phase(
+            name="loss + start of backward",
+            components=(c_weights, c_states, *held, early, c_loss, *head_copy, *fresh, *extra),
+        ),
     ]
     retained: tuple[Component, ...] = ()
     if work.grad_checkpointing:
