@@ -110,6 +110,7 @@ WHITELIST = frozenset(
         "peft",
         "AutoAWQ",
         "sgd",
+        "SGD",
         "lion",
         "Adafactor",
         "AMP",

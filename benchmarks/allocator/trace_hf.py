@@ -467,7 +467,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--precision", choices=["bf16", "fp16", "amp-bf16"], default="bf16")
     ap.add_argument("--checkpointing", choices=["none", "reentrant", "nonreentrant"], default="none")
     ap.add_argument("--attention", choices=["sdpa", "eager"], default="sdpa")
-    ap.add_argument("--optimizer", choices=["adamw-foreach", "adamw-fused", "adamw-forloop"], default="adamw-foreach")
+    ap.add_argument(
+        "--optimizer",
+        choices=["adamw-foreach", "adamw-fused", "adamw-forloop", "sgd", "adafactor"],
+        default="adamw-foreach",
+        help="sgd: momentum 0.9, foreach; adafactor: transformers' Adafactor (factored, no first moment)",
+    )
     ap.add_argument("--grad-accum", type=int, default=1)
     ap.add_argument("--steps-note", default="")
     ap.add_argument(
@@ -605,7 +610,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         groups = [g for g in decay_param_groups(model, trainable) if g["params"]]
         okw: dict[str, Any] = {"lr": 1e-4, "betas": (0.9, 0.999), "eps": 1e-8}
-        if args.optimizer == "adamw-foreach":
+        opt: Any
+        if args.optimizer == "sgd":
+            opt = torch.optim.SGD(groups, lr=1e-4, momentum=0.9, foreach=True)
+        elif args.optimizer == "adafactor":
+            from transformers.optimization import Adafactor
+
+            opt = Adafactor(groups, lr=1e-4, scale_parameter=False, relative_step=False, warmup_init=False)
+        elif args.optimizer == "adamw-foreach":
             opt = torch.optim.AdamW(groups, foreach=True, **okw)
         elif args.optimizer == "adamw-fused":
             opt = torch.optim.AdamW(groups, fused=True, **okw)

@@ -421,11 +421,14 @@ def optimizer_bytes(
     if name == "adafactor":
         factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
         states = 4 * factored + 4 * max(0, trainable - sum(prod(s) for s in matrices))
+        # transformers' Adafactor steps one parameter at a time in fp32: the gradient's and the parameter's fp32
+        # copies (none for fp32 parameters), grad^2 + eps and the factored estimate (traced, bf16: 16 B x the largest)
+        copies = 2 if state_bytes >= 4 else 4
         return (
             states,
-            2 * largest * 4,
+            copies * largest * 4,
             "Adafactor: factored row + column second moments (fp32)",
-            ("per-parameter update of the largest tensor"),
+            f"per-parameter fp32 update of the largest tensor ({copies} x 4 B per element)",
         )
     n_states = _OPT_STATES.get(name, 2.0)
     states = round(n_states * trainable * state_bytes)
@@ -462,7 +465,11 @@ def optimizer_bytes(
             "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
             "fused per-tensor step: none",
         )
-    # sgd / lion (foreach): one parameter-sized temporary
+    if name == "sgd":
+        # foreach SGD with momentum updates the buffers and the parameters in place (traced: no temporaries);
+        # weight decay would add a gradient-sized copy
+        return states, 0, text, "foreach SGD with momentum: in place, no temporaries"
+    # lion (foreach): one parameter-sized temporary
     return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
 
 
