@@ -296,6 +296,9 @@ LATER_CASES = [
     ("g-qwen15-full-sgd-b1-s1024", 0.025, "foreach SGD with momentum updates in place: the backward is the peak"),
     ("g-qwen15-full-adafactor-b1-s1024", 0.025, "Adafactor's fp32 step holds 16 B per element of the largest tensor"),
     ("g-qwen15-full-ga2-b1-s1024", 0.025, "gradient accumulation: the gradients stay between micro-batches"),
+    ("g-qwen15-lora-qv-save-embed-head-b1-s1024", 0.025, "modules_to_save: trained copies of a tied embedding, head"),
+    ("g-qwen15-lora-all-eager-b1-s2048", 0.025, "eager attention keeps the scores of the recomputed layer"),
+    ("g-qwen15-full-fused-nonreent-b1-s1024", 0.025, "fused AdamW (no step temporaries), non-reentrant checkpointing"),
 ]
 
 

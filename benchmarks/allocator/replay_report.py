@@ -82,6 +82,7 @@ def scenario_for(header: dict[str, Any], gpu: str) -> tuple[Scenario, dict[str, 
             lora_dropout=float(st.get("lora_dropout") or 0.0),
             adapter_dtype="fp32",
             dora=bool(st.get("dora")),
+            modules_to_save=[m for m in str(st.get("modules_to_save") or "").split(",") if m],
         )
     name = config.get("_name_or_path") or config_path.stem
     scenario = Scenario.model_validate(
