@@ -50,9 +50,10 @@ FIT_HEADROOM_MIN = 256 * MIB
 
 #: training: max_memory_reserved - max_memory_allocated, from replaying 23 traced Hugging Face training steps
 #: (benchmarks/data/traces: Mistral / Llama-2 / Yi / Qwen2.5 / SantaCoder / Mixtral; LoRA and full; with and without
-#: checkpointing; 2k-32k tokens; three GPTQ LoRA steps traced later land within -3.8 .. +0.3 % and refit to the same
-#: constants) through a model of PyTorch's caching allocator (benchmarks/allocator). The free
-#: blocks the allocator cannot reuse at the peak scale with the loss head's tensors (the largest of the step) and
+#: checkpointing; 2k-32k tokens) through a model of PyTorch's caching allocator (benchmarks/allocator); nine steps
+#: traced later (GPTQ LoRA, AMP, DoRA, SGD, Adafactor, modules_to_save) keep these constants within 6 % at p90 and
+#: refit to the same values. The free blocks the allocator cannot reuse at the peak scale with the loss head's
+#: tensors (the largest of the step) and
 #: with one layer's activations (what each layer frees and the next one cannot fit into once checkpoints are carved
 #: out of it). Least-squares fit (benchmarks/allocator/fit_reserve.py): slack = a x loss head + b x one layer's
 #: activations; full fine-tuning frees more (gradients are allocated between the activations) and has its own pair.
