@@ -244,6 +244,7 @@ FINETUNE += [
     S(Q4, "H100 SXM", kind="finetune", method="lora", lora_targets=["q", "v"], lora_rank=64, attention="flash"),
     S(L8, "RTX 4090", kind="finetune", method="full"),
     S(Q4, "H100 SXM", kind="finetune", method="full", precision="amp-bf16", grad_checkpointing=True),
+    S(Q4, "H100 SXM", kind="finetune", method="lora", precision="amp-bf16", grad_checkpointing=False),
     S(L8, "RTX 4090", kind="finetune", method="lora", seq_len=8192, micro_batch=4),
     S(L8, "RTX 4090", kind="finetune", method="lora", grad_accum=8),
     S(L8, "RTX 4090", kind="finetune", method="lora", expandable_segments=True),

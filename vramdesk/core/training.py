@@ -260,6 +260,7 @@ def activations(
     adapter_copy_bytes: int = 0,
     kept_weights: dict[int, int] | None = None,
     adapter_bytes: int = 4,
+    kept_label: str = "GPTQ base: each layer keeps its dequantised 16-bit matrices",
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
@@ -370,7 +371,7 @@ def activations(
             else ""
         )
     if kept_w:
-        how += "; GPTQ base: each layer keeps its dequantised 16-bit matrices (2 B per parameter) for backward"
+        how += f"; {kept_label} (2 B per parameter) for backward"
     if merged:
         how += "; LoRA on experts: each layer's merged expert weights (W + BA, 2 B per parameter) kept for backward"
     if work.attention == "eager":
@@ -532,8 +533,9 @@ def training_phases(
     saved: list[tuple[str, int]] = []
     a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
     gather_fmt: WeightFormat | None = None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
-    #: GPTQ base: per layer, bytes of the dequantised matrices its backward keeps; and the largest matrix
-    gptq_kept: dict[int, int] = {}
+    #: per layer, bytes of 16-bit copies of frozen weights its backward keeps (a GPTQ base dequantised, autocast's casts
+    #: of an fp32 base); and the largest GPTQ matrix
+    frozen_kept: dict[int, int] = {}
     gptq_largest = gptq_bits = 0
     amp_fp32 = False  # LoRA under AMP on an fp32 base
     base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
@@ -592,7 +594,7 @@ def training_phases(
             gptq_bits = fmt.bits or 4
             for t in text_tensors:
                 if t.layer is not None and fmt.is_quantized(t.name, t.role, shape=t.shape):
-                    gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
+                    frozen_kept[t.layer] = frozen_kept.get(t.layer, 0) + 2 * t.numel
                     gptq_largest = max(gptq_largest, t.shape[-2] * t.shape[-1])
         if amp_fp32 and not quantised and not par.fsdp:
             # autocast casts each frozen fp32 weight to 16 bits for its matmul (not cached: it needs no grad) and
@@ -600,7 +602,7 @@ def training_phases(
             # in the compute dtype under autocast (traced: Qwen2.5-1.5B LoRA, AMP)
             for t in text_tensors:
                 if t.layer is not None and t.role in _LINEAR_ROLES and len(t.shape) >= 2:
-                    gptq_kept[t.layer] = gptq_kept.get(t.layer, 0) + 2 * t.numel
+                    frozen_kept[t.layer] = frozen_kept.get(t.layer, 0) + 2 * t.numel
             lora_fp32_inputs = False
         fsdp1 = par.fsdp and par.fsdp_version == 1
         frozen_rule = work.precision in ("bf16", "fp16") or (amp_fp32 and not quantised)
@@ -675,8 +677,13 @@ def training_phases(
         tp=par.tp,
         residual_bytes=residual_b,
         adapter_copy_bytes=adapter_copy_b,
-        kept_weights=gptq_kept,
+        kept_weights=frozen_kept,
         adapter_bytes=a_b or 4,
+        kept_label=(
+            "AMP: each layer keeps autocast's 16-bit copies of its frozen fp32 weights"
+            if base_kind == "float"
+            else "GPTQ base: each layer keeps its dequantised 16-bit matrices"
+        ),
     )
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
