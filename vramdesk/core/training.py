@@ -378,7 +378,9 @@ def activations(
         how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
         how += " (+2 B for the soft-capped scores)" if arch.attn_softcap else ""
     if prec.amp:
-        how += f"; AMP: fp32 residual stream (x{prec.activ_scale}) and autocast's bf16 weight copies"
+        how += f"; AMP: fp32 residual stream (x{prec.activ_scale})" + (
+            " and autocast's bf16 weight copies" if amp_copies else ""
+        )
     resident = max(0.0, total - recompute - amp_layer) if work.grad_checkpointing else total
     # (autocast's cache of 16-bit weight copies is cleared when the forward's autocast region ends; backward
     # re-creates the copies of the one layer it recomputes)
