@@ -14,7 +14,7 @@ allocator starts empty and PYTORCH_CUDA_ALLOC_CONF applies)
     python3 benchmarks/device/measure_steps.py --out results.jsonl --expandable g-mistral-lora-b4-s4096
 
     Smoke test without a GPU (a tiny config, CPU tensors, no allocator figures):
-    python3 benchmarks/device/measure_steps.py --out /tmp/x.jsonl --device cpu \\
+    python3 benchmarks/device/measure_steps.py --out smoke.jsonl --device cpu \\
         --config benchmarks/device/tiny-llama.json g-mistral-lora-b1-s2048
 
 Output: one JSON object per trace: {"trace", "settings", "versions", "device", "phases": {name: {"allocated",
