@@ -67,6 +67,9 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
     from transformers import AutoConfig, AutoModelForCausalLM
 
     st = trace_settings(name)
+    if st.get("gptq_int4") or st.get("trainer_amp_wrap"):
+        # the swapped-in auto_gptq QuantLinear and the Trainer's output wrapper are tracer emulations, not set up here
+        raise NotImplementedError("GPTQ-base and --trainer-amp-wrap traces are not run on the device by this script")
     cfg = AutoConfig.from_pretrained(str(ROOT / (config_override or st["config"])))
     cuda = device.startswith("cuda")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(st["precision"], torch.float32)
@@ -81,6 +84,8 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
             lora_dropout=float(st["lora_dropout"]),
             target_modules="all-linear" if targets == "all-linear" else [t for t in targets.split(",") if t],
             task_type="CAUSAL_LM",
+            use_dora=bool(st.get("dora")),
+            modules_to_save=[m for m in str(st.get("modules_to_save") or "").split(",") if m] or None,
         )
         model = peft.get_peft_model(model, lcfg)
         if st["checkpointing"] == "reentrant":
@@ -92,7 +97,18 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     kind = st["optimizer"]
-    opt = torch.optim.AdamW(params, lr=1e-4, foreach=kind == "adamw-foreach", fused=kind == "adamw-fused" or None)
+    opt: Any
+    if kind == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
+    elif kind == "adafactor":
+        from transformers.optimization import Adafactor
+
+        opt = Adafactor(params, lr=1e-4, scale_parameter=False, relative_step=False, warmup_init=False)
+    else:
+        opt = torch.optim.AdamW(params, lr=1e-4, foreach=kind == "adamw-foreach", fused=kind == "adamw-fused" or None)
+    # AMP as traced: fp32 parameters, the forward under autocast to bf16
+    amp = st["precision"] == "amp-bf16"
+    autocast = torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=amp)
     phases: dict[str, dict[str, int]] = {}
     index = (torch.device(device).index or 0) if cuda else 0
 
@@ -114,7 +130,8 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
     vocab = int(getattr(cfg, "vocab_size", 32000))
     for i, s in enumerate(st["lengths"]):
         ids = torch.randint(0, vocab, (int(st["batch"]), int(s)), device=device)
-        loss = model(input_ids=ids, labels=ids).loss / ga
+        with autocast:
+            loss = model(input_ids=ids, labels=ids).loss / ga
         mark(f"step{i}-fwd")
         loss.backward()
         del loss, ids
@@ -127,7 +144,9 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
     wall = time.perf_counter() - t0
     return {
         "trace": name,
-        "settings": {k: st[k] for k in ("config", "lengths", "batch", "method", "checkpointing", "optimizer")},
+        "settings": {
+            k: st.get(k) for k in ("config", "lengths", "batch", "method", "precision", "checkpointing", "optimizer")
+        },
         "config_used": config_override or st["config"],
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
         "device": torch.cuda.get_device_name(index) if cuda else device,
