@@ -14,11 +14,21 @@ from .gpu import MIB
 #: getChosenWorkspaceSize); cuBLASLt shares it in recent releases.
 CUBLAS_WORKSPACE_PRE_HOPPER = 2 * 4096 * 1024 + 8 * 16 * 1024
 CUBLAS_WORKSPACE_HOPPER = 8 * 4096 * 1024 + 8 * 16 * 1024
+#: workspaces are keyed by (cuBLAS handle, stream) and handles are per thread (CUDABlasHandlePool.cpp,
+#: DeviceThreadHandlePool): a training step's forward (Python thread) and backward (the autograd engine's device
+#: thread) hold one each. Measured: twelve traced steps on an H200 (torch 2.11) allocated 64-68 MiB above the
+#: traced tensors (benchmarks/data/device/).
+CUBLAS_WORKSPACES_TRAINING = 2
 
 #: CUDA context + the kernels of torch/cuBLAS loaded lazily (CUDA_MODULE_LOADING=LAZY, the default since
 #: CUDA 12.2): not in torch's counters, visible in nvidia-smi. Reports range 0.3-0.8 GiB per process
 #: (discuss.pytorch.org threads on the "memory floor"; shared/research/trace-oracle.md §5).
 CUDA_CONTEXT_TORCH = 500 * MIB
+#: the same on Hopper and later, measured: nvidia-smi's per-process figure minus max_memory_reserved was 758-774 MiB
+#: at the peak of twelve training steps on an H200 (torch 2.11, CUDA 13.0, driver 580; 610 MiB before the first
+#: GEMM). Part of it is local memory reserved per resident thread (SMs x 2048 threads x 1 KiB of stack: 264 MiB on
+#: 132 SMs); which share is the newer CUDA's kernel images rather than the chip, one machine cannot tell.
+CUDA_CONTEXT_TORCH_HOPPER = 760 * MIB
 
 #: vLLM "non-torch memory" at start-up on one GPU (CUDA context, cuBLAS/NCCL handles, custom all-reduce
 #: buffers are extra with TP): vLLM's own profiling log prints it; 1.2-1.8 GiB is typical for dense models
@@ -84,7 +94,8 @@ SOURCES_TRAINING_EXPANDABLE = (
 SOURCES = {
     "cuBLAS workspace": "PyTorch default CUBLAS_WORKSPACE_CONFIG (:4096:2:16:8, sm90+: :4096:8:16:8), "
     "allocated by the caching allocator",
-    "CUDA context": "0.3-0.8 GiB per process with lazy module loading; 500 MiB used",
+    "CUDA context": "0.3-0.8 GiB per process with lazy module loading; 500 MiB used, 760 MiB on sm90+ (measured "
+    "on an H200, torch 2.11 / CUDA 13.0)",
     "allocator rounding": "CUDACachingAllocator: >=1 MiB requests rounded to 2 MiB; 20 MiB segments",
     "vLLM non-torch": "vLLM start-up profiling logs (PR 10511): ~1.8 GiB at TP=1 with CUDA graphs",
     "eager attention": "10.3 B per head x s^2 element, tensor-level trace of transformers (trace-oracle §3)",
