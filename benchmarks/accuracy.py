@@ -14,6 +14,7 @@ The calibration set is for checking: nothing in the estimator is fitted to these
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import statistics
@@ -568,6 +569,45 @@ def run_heldout_fms(catalog: Catalog | None = None) -> FmsResult:
     return FmsResult(rows, context, wrong_fits, len(data["out_of_memory"]), wrong_no_fits)
 
 
+def _replay_report() -> Any:
+    """benchmarks/allocator/replay_report.py (it maps a trace's settings to a scenario)."""
+    spec = importlib.util.spec_from_file_location("replay_report", HERE / "allocator" / "replay_report.py")
+    if spec is None or spec.loader is None:
+        raise ImportError("benchmarks/allocator/replay_report.py not found")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["replay_report"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+#: measured level in a measure_steps.py result -> the estimate's figure for it
+DEVICE_LEVELS = {
+    "allocated": ("peak_allocated", "peak_allocated_bytes"),
+    "reserved": ("peak_reserved", "peak_reserved_bytes"),
+    "device": ("nvml_used_max", "device_bytes"),
+}
+
+
+def run_device_runs() -> list[Row]:
+    """The traced training steps run on a lent GPU (benchmarks/data/device/*.jsonl): vramdesk's estimate of the same
+    settings at each level the run measured. Not third-party figures: the programs the traces recorded, so these
+    rows check the trace-derived model end to end on real hardware (kernel workspaces, context, allocator)."""
+    report = _replay_report()
+    rows: list[Row] = []
+    for path in sorted((DATA / "device").glob("*.jsonl")):
+        for res in report.read_device_runs(path):
+            if "error" in res:
+                continue
+            scenario, config, gpu = report.device_scenario(res)
+            est = estimate(scenario, model_facts(config, scenario.model.id), gpu)
+            method = str(res["settings"]["method"])
+            rid = f"{path.stem}/{res['trace']}" + ("/expandable" if scenario.workload.expandable_segments else "")
+            for level, (measured_key, est_attr) in DEVICE_LEVELS.items():
+                measured = float(res[measured_key]) / GIB
+                rows.append(Row(rid, "own GPU runs", method, level, measured, getattr(est, est_attr) / GIB, "B"))
+    return rows
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -655,8 +695,9 @@ def main(argv: list[str] | None = None) -> int:
     held_ft, held_ft_levels = run_heldout_finetune()
     fms = run_heldout_fms()
     held_fms, wrong_fits, oom_runs = fms.rows, fms.wrong_fits, fms.oom_runs
+    device_runs = run_device_runs()
     if args.rows:
-        for r in rows + train_rows + heldout + held_ft + held_fms:
+        for r in rows + train_rows + heldout + held_ft + held_fms + device_runs:
             print(
                 f"{r.id:55s} {r.level:28s} measured {r.measured_gib:8.3f}  estimate {r.estimate_gib:8.3f}  "
                 f"{100 * r.error:+6.1f}%"
@@ -702,6 +743,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f'  runs that completed and the estimate calls "does not fit": {len(fms.wrong_no_fits)} of {len(held_fms)}')
     for line in fms.wrong_no_fits:
         print(f"    {line}")
+    device_summary = summarize([replace(r, weights=f"{r.level} {r.weights}") for r in device_runs], "weights")
+    print(
+        f"\nthe traced training steps run on a lent GPU ({len(device_runs) // len(DEVICE_LEVELS)} runs; not published "
+        "figures, nothing fitted to them) by level and method:"
+    )
+    for g, st in device_summary.items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
     inference_skips = [x for x in skipped if not x[1].startswith("training: ")]
     training_skips = [x for x in skipped if x[1].startswith("training: ")]
     for title, items in (("inference", inference_skips), ("fine-tuning", training_skips)):
@@ -723,6 +771,7 @@ def main(argv: list[str] | None = None) -> int:
                 "p90": float(len(fms.wrong_no_fits)),
             },
         },
+        "device_runs": device_summary,
     }
     if args.update_baseline or not BASELINE.exists():
         BASELINE.write_text(json.dumps(current, indent=2) + "\n", encoding="utf-8")
@@ -730,7 +779,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     regressions = []
-    for section in ("by_source", "by_weights", "heldout", "training", "heldout_finetune", "heldout_finetune_fms"):
+    sections = ("by_source", "by_weights", "heldout", "training", "heldout_finetune", "heldout_finetune_fms")
+    for section in (*sections, "device_runs"):
         for group, old in baseline.get(section, {}).items():
             new = current[section].get(group)
             if new is None:
