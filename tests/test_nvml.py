@@ -226,6 +226,7 @@ def test_real_bindings_without_a_driver_give_the_library_reason() -> None:
         ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
         ("Tesla T4", "T4"),
         ("NVIDIA L40S", "L40S"),
+        ("NVIDIA H200", "H200 SXM"),  # what a real H200's driver (580.159) reported to `vramdesk gpus`
         ("Mystery Accelerator 9000", None),
     ],
 )

@@ -18,13 +18,14 @@ TP, PP) and offload divide the terms per GPU (:mod:`vramdesk.core.parallel`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from math import ceil, prod
 from typing import TYPE_CHECKING
 
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .dtypes import FormatError, WeightFormat, parse_weight_format
 from .gpu import GIB, MIB
 from .inventory import Tensor
+from .lora import LINEAR_ROLES, LoraTargetError, lora_parameters, lora_targets
+from .optimizers import optimizer_bytes
 from .parallel import (
     DEEPSPEED_FLAT_TEXT,
     ModelStates,
@@ -51,19 +52,6 @@ class TrainingError(ValueError):
     """Options that cannot go together, named on both sides."""
 
 
-#: LoRA target short names -> module name endings in the inventory
-_TARGETS: dict[str, tuple[str, ...]] = {
-    "q": ("q_proj", "q_a_proj", "q_b_proj", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
-    "k": ("k_proj", "kv_a_proj_with_mqa", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
-    "v": ("v_proj", "kv_b_proj", "c_attn", "query_key_value", "qkv_proj", "in_proj_qkvz"),
-    "o": ("o_proj", "dense", "c_proj", "out_proj"),
-    "gate": ("gate_proj", "w1", "gate_up_proj"),
-    "up": ("up_proj", "w3", "gate_up_proj", "c_fc", "dense_h_to_4h", "fc1"),
-    "down": ("down_proj", "w2", "dense_4h_to_h", "fc2", "c_proj"),
-}
-_LINEAR_ROLES = frozenset({"attn", "mlp", "expert", "shared_expert", "linear_attn", "router"})
-
-
 @dataclass(frozen=True)
 class Precision:
     weights: int  # bytes per trainable parameter stored
@@ -82,55 +70,6 @@ def precision(name: str) -> Precision:
     return Precision(
         4, 4, 4, 1.15, True, f"{name}: fp32 parameters (master weights), fp32 gradients and states, autocast to 16 bits"
     )
-
-
-def _matches(tensor: Tensor, targets: tuple[str, ...]) -> bool:
-    if tensor.role not in _LINEAR_ROLES or len(tensor.shape) < 2 or tensor.part != "text":
-        return False
-    if "all-linear" in targets:
-        return True
-    stem = tensor.name.removesuffix(".weight").rsplit(".", 1)[-1]
-    return any(stem in _TARGETS.get(t, (t,)) for t in targets)
-
-
-def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
-    """Linear weights the adapters wrap: short role names (q, k, ..., all-linear) or module names as peft matches
-    them (the last part of the module's name: ``c_attn``, ``q_proj``); a target the model does not have is an error
-    naming it and the model's own module names."""
-    chosen = [t for t in facts.tensors if _matches(t, targets)]
-    unknown = [
-        name for name in targets if name != "all-linear" and not any(_matches(t, (name,)) for t in facts.tensors)
-    ]
-    if unknown:
-        modules = sorted(
-            {t.name.removesuffix(".weight").rsplit(".", 1)[-1] for t in facts.tensors if _matches(t, ("all-linear",))}
-        )
-        raise TrainingError(
-            f"LoRA target(s) {', '.join(sorted(set(unknown)))} not found in {facts.model_id} "
-            f"({facts.arch.model_type}); known short names: {', '.join(_TARGETS)} or all-linear; "
-            f"module names in this model: {', '.join(modules)}"
-        )
-    return chosen
-
-
-def lora_parameters(chosen: list[Tensor], rank: int) -> int:
-    total = 0
-    for t in chosen:
-        experts = t.shape[0] if len(t.shape) == 3 else 1
-        out_f, in_f = t.shape[-2], t.shape[-1]
-        if experts > 1:
-            # experts stored as one (E, out, in) parameter (transformers 5): peft's ParamWrapper gives each
-            # parameter A (in x r E) and B (r E x out), and the fused gate_up_proj rank 2r (its rank_pattern), so
-            # the split gate and up matrices each count r E (in + 2 out); a fused gate_up (E, 2I, in) 2 r E (in + out)
-            stem = t.name.removesuffix(".weight").rsplit(".", 1)[-1]
-            if stem in ("gate_proj", "up_proj"):
-                out_f *= 2
-            elif stem == "gate_up_proj":
-                rank_here = 2 * rank
-                total += experts * rank_here * (in_f + out_f)
-                continue
-        total += experts * rank * (in_f + out_f)
-    return total
 
 
 # ------------------------------------------------------------------------------------------ activations
@@ -397,85 +336,6 @@ def activations(
     )
 
 
-# ------------------------------------------------------------------------------------------ optimizer
-
-_OPT_STATES = {
-    "adamw": 2.0,
-    "adamw-fused": 2.0,
-    "adamw-8bit": 2.0,
-    "paged-adamw-8bit": 2.0,
-    "paged-adamw-32bit": 2.0,
-    "adamw-forloop": 2.0,
-    "adamw-torch2.0": 2.0,
-    "sgd": 1.0,
-    "lion": 1.0,
-    "adafactor": 0.0,
-}
-
-
-def optimizer_bytes(
-    name: str, trainable: int, state_bytes: int, largest: int, matrices: list[tuple[int, ...]]
-) -> tuple[int, int, str, str]:
-    """(state bytes, step temporary bytes, state explain, temporary explain)."""
-    if name in ("adamw-8bit", "paged-adamw-8bit"):
-        # bitsandbytes blockwise 8-bit states (2 x 1 B) + fp32 absmax per 2048 elements, fused per-tensor kernels
-        states = trainable * 2 + ceil(trainable / 2048) * 4 * 2
-        return states, 0, "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax", "fused per-tensor step: none"
-    if name == "adafactor":
-        factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
-        states = 4 * factored + 4 * max(0, trainable - sum(prod(s) for s in matrices))
-        # transformers' Adafactor steps one parameter at a time in fp32: the gradient's and the parameter's fp32
-        # copies (none for fp32 parameters), grad^2 + eps and the factored estimate (traced, bf16: 16 B x the largest)
-        copies = 2 if state_bytes >= 4 else 4
-        return (
-            states,
-            copies * largest * 4,
-            "Adafactor: factored row + column second moments (fp32)",
-            f"per-parameter fp32 update of the largest tensor ({copies} x 4 B per element)",
-        )
-    n_states = _OPT_STATES.get(name, 2.0)
-    states = round(n_states * trainable * state_bytes)
-    text = f"{name}: {n_states:g} state(s) x {state_bytes} B per trainable parameter"
-    if name == "adamw":
-        return (
-            states,
-            trainable * state_bytes,
-            text,
-            ("foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy"),
-        )
-    if name == "adamw-torch2.0":
-        # PyTorch <= 2.0's _multi_tensor_adamw: denom = _foreach_add(_foreach_sqrt(exp_avg_sqs), eps) holds two
-        # state-sized lists at once; 2.1 made the add in place (pytorch/pytorch#104898)
-        return (
-            states,
-            2 * trainable * state_bytes,
-            text,
-            "foreach AdamW of PyTorch 2.0 and older: the sqrt of all second moments and sqrt + eps held together, "
-            "two state-sized copies",
-        )
-    if name == "adamw-fused":
-        return states, 0, text, "fused AdamW: no step temporaries"
-    if name == "adamw-forloop":
-        # foreach=False: one parameter at a time, so the sqrt temporary is one tensor's worth
-        return states, largest * state_bytes, text, "for-loop AdamW: the sqrt of the largest tensor's second moment"
-    if name == "paged-adamw-32bit":
-        # bitsandbytes keeps the fp32 states in CUDA unified (paged) memory and updates with a fused kernel; the
-        # pages live on the GPU unless memory runs short, when the driver moves them to CPU memory
-        states = round(2 * trainable * 4)
-        return (
-            states,
-            0,
-            "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
-            "fused per-tensor step: none",
-        )
-    if name == "sgd":
-        # foreach SGD with momentum updates the buffers and the parameters in place (traced: no temporaries);
-        # weight decay would add a gradient-sized copy
-        return states, 0, text, "foreach SGD with momentum: in place, no temporaries"
-    # lion (foreach): one parameter-sized temporary
-    return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
-
-
 # ------------------------------------------------------------------------------------------ the run
 
 
@@ -520,7 +380,7 @@ def training_phases(
     vision_frozen = 0
     if vision_tensors and work.vision_tower != "absent" and not (train_vision and work.method == "full"):
         vision_frozen = sum(t.numel for t in vision_tensors) * (4 if work.precision == "fp32" else 2)
-    linear = sum(t.numel for t in text_tensors if t.role in _LINEAR_ROLES and len(t.shape) >= 2)
+    linear = sum(t.numel for t in text_tensors if t.role in LINEAR_ROLES and len(t.shape) >= 2)
     largest = max(t.numel for t in text_tensors)
 
     chosen: list[Tensor] = []
@@ -542,7 +402,10 @@ def training_phases(
     amp_fp32 = False  # LoRA under AMP on an fp32 base
     base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
     if lora:
-        chosen = lora_targets(facts, work.lora_targets)
+        try:
+            chosen = lora_targets(facts, work.lora_targets)
+        except LoraTargetError as err:
+            raise TrainingError(str(err)) from err
         if train_vision:
             # peft's target names reach the vision tower's linear layers too; all-linear adapts all of them
             chosen = chosen + [t for t in vision_tensors if t.role == "vision" and len(t.shape) == 2]
@@ -603,7 +466,7 @@ def training_phases(
             # autograd keeps that copy, not the input, for the input's gradient; peft leaves the adapters' inputs
             # in the compute dtype under autocast (traced: Qwen2.5-1.5B LoRA, AMP)
             for t in text_tensors:
-                if t.layer is not None and t.role in _LINEAR_ROLES and len(t.shape) >= 2:
+                if t.layer is not None and t.role in LINEAR_ROLES and len(t.shape) >= 2:
                     frozen_kept[t.layer] = frozen_kept.get(t.layer, 0) + 2 * t.numel
             lora_fp32_inputs = False
         fsdp1 = par.fsdp and par.fsdp_version == 1
@@ -796,7 +659,7 @@ def training_phases(
     if buckets:
         extra.append(comp("communication buckets", buckets, "overhead", bucket_text))
     widest_matrix = max(
-        (t.numel // (t.shape[0] if len(t.shape) == 3 else 1) for t in text_tensors if t.role in _LINEAR_ROLES),
+        (t.numel // (t.shape[0] if len(t.shape) == 3 else 1) for t in text_tensors if t.role in LINEAR_ROLES),
         default=0,
     )
     if base_kind == "bnb4":

@@ -1,0 +1,85 @@
+"""Optimizer memory: the states an optimizer keeps per trainable parameter and the temporaries of its step.
+
+Each figure follows the implementation's own code (PyTorch's foreach / fused / for-loop AdamW and foreach SGD,
+bitsandbytes' 8-bit and paged AdamW, transformers' Adafactor, Lion), checked on traced steps where it could be.
+"""
+
+from __future__ import annotations
+
+from math import ceil, prod
+
+_OPT_STATES = {
+    "adamw": 2.0,
+    "adamw-fused": 2.0,
+    "adamw-8bit": 2.0,
+    "paged-adamw-8bit": 2.0,
+    "paged-adamw-32bit": 2.0,
+    "adamw-forloop": 2.0,
+    "adamw-torch2.0": 2.0,
+    "sgd": 1.0,
+    "lion": 1.0,
+    "adafactor": 0.0,
+}
+
+
+def optimizer_bytes(
+    name: str, trainable: int, state_bytes: int, largest: int, matrices: list[tuple[int, ...]]
+) -> tuple[int, int, str, str]:
+    """(state bytes, step temporary bytes, state explain, temporary explain)."""
+    if name in ("adamw-8bit", "paged-adamw-8bit"):
+        # bitsandbytes blockwise 8-bit states (2 x 1 B) + fp32 absmax per 2048 elements, fused per-tensor kernels
+        states = trainable * 2 + ceil(trainable / 2048) * 4 * 2
+        return states, 0, "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax", "fused per-tensor step: none"
+    if name == "adafactor":
+        factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
+        states = 4 * factored + 4 * max(0, trainable - sum(prod(s) for s in matrices))
+        # transformers' Adafactor steps one parameter at a time in fp32: the gradient's and the parameter's fp32
+        # copies (none for fp32 parameters), grad^2 + eps and the factored estimate (traced, bf16: 16 B x the largest)
+        copies = 2 if state_bytes >= 4 else 4
+        return (
+            states,
+            copies * largest * 4,
+            "Adafactor: factored row + column second moments (fp32)",
+            f"per-parameter fp32 update of the largest tensor ({copies} x 4 B per element)",
+        )
+    n_states = _OPT_STATES.get(name, 2.0)
+    states = round(n_states * trainable * state_bytes)
+    text = f"{name}: {n_states:g} state(s) x {state_bytes} B per trainable parameter"
+    if name == "adamw":
+        return (
+            states,
+            trainable * state_bytes,
+            text,
+            ("foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy"),
+        )
+    if name == "adamw-torch2.0":
+        # PyTorch <= 2.0's _multi_tensor_adamw: denom = _foreach_add(_foreach_sqrt(exp_avg_sqs), eps) holds two
+        # state-sized lists at once; 2.1 made the add in place (pytorch/pytorch#104898)
+        return (
+            states,
+            2 * trainable * state_bytes,
+            text,
+            "foreach AdamW of PyTorch 2.0 and older: the sqrt of all second moments and sqrt + eps held together, "
+            "two state-sized copies",
+        )
+    if name == "adamw-fused":
+        return states, 0, text, "fused AdamW: no step temporaries"
+    if name == "adamw-forloop":
+        # foreach=False: one parameter at a time, so the sqrt temporary is one tensor's worth
+        return states, largest * state_bytes, text, "for-loop AdamW: the sqrt of the largest tensor's second moment"
+    if name == "paged-adamw-32bit":
+        # bitsandbytes keeps the fp32 states in CUDA unified (paged) memory and updates with a fused kernel; the
+        # pages live on the GPU unless memory runs short, when the driver moves them to CPU memory
+        states = round(2 * trainable * 4)
+        return (
+            states,
+            0,
+            "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
+            "fused per-tensor step: none",
+        )
+    if name == "sgd":
+        # foreach SGD with momentum updates the buffers and the parameters in place (traced: no temporaries);
+        # weight decay would add a gradient-sized copy
+        return states, 0, text, "foreach SGD with momentum: in place, no temporaries"
+    # lion (foreach): one parameter-sized temporary
+    return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
