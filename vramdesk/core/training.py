@@ -732,9 +732,9 @@ def training_phases(
     # the same run at one fixed length reserves what the fixed-shape rule above gives
     if not work.expandable_segments and work.mean_seq_len is None:
         warnings.append(
-            "batches of varying length (no packing) make PyTorch's cache grow over the steps: in a simulated LoRA run "
-            "with lengths up to 8192 it reserved 1.8 x the allocated peak; PYTORCH_CUDA_ALLOC_CONF="
-            "expandable_segments:True kept it within 7 %"
+            "if the batches vary in length (no packing), PyTorch's cache grows over the steps: in a simulated LoRA "
+            "run with lengths up to 8192 it reserved 1.8 x the allocated peak; give their mean length to count it, "
+            "or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (it kept that run within 7 %)"
         )
     elif work.mean_seq_len is not None and not work.expandable_segments:
         warnings.append(
