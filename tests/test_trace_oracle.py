@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "benchmarks" / "data" / "traces"
 
 
-def _load(name: str) -> ModuleType:
-    path = ROOT / "benchmarks" / "allocator" / f"{name}.py"
+def _load(name: str, folder: str = "allocator") -> ModuleType:
+    path = ROOT / "benchmarks" / folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -307,6 +307,20 @@ def test_the_estimate_matches_the_gpu_allocated_peak_and_phase(report: ModuleTyp
         assert est.peak_allocated_bytes == pytest.approx(run["peak_allocated"], rel=0.02), run["trace"]
         gpu_peak = max(run["phases"], key=lambda k: run["phases"][k]["allocated"])
         assert gpu_peak.startswith("opt") == (est.peak_phase == "optimizer step"), (run["trace"], gpu_peak)
+
+
+def test_the_next_gpu_session_runs_what_is_not_measured_yet() -> None:
+    """measure_steps.py --unmeasured: traces without a GPU result, none it cannot set up or that cannot fit."""
+    steps = _load("measure_steps", "device")
+    todo = steps.unmeasured(expandable=False)
+    measured = {r["trace"] for r in map(json.loads, DEVICE_RUNS.read_text("utf-8").splitlines()) if not r["alloc_conf"]}
+    assert todo and not measured & set(todo)
+    assert "g-mistral-full-b8-s4096" in todo and todo.index("g-mistral-full-b8-s4096") < todo.index(
+        "v-mistral-qkvo-L4096"
+    )
+    assert not [n for n in todo if "gptq" in n]  # a tracer emulation the script cannot rebuild
+    assert "c-deepseek-ai__DeepSeek-V3-lora-ckpt" not in todo  # about 1.5 TiB
+    assert "g-mistral-lora-b8-s4096" not in steps.unmeasured(expandable=True)  # measured with expandable segments too
 
 
 def test_amp_with_checkpointing_follows_its_trace(sim: ModuleType, report: ModuleType) -> None:

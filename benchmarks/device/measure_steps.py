@@ -12,6 +12,7 @@ How to run (a machine with a GPU, torch, transformers and peft; each trace in a 
 allocator starts empty and PYTORCH_CUDA_ALLOC_CONF applies)
     python3 benchmarks/device/measure_steps.py --out results.jsonl g-mistral-lora-b4-s4096 g-qwen15-full-b2-s4096
     python3 benchmarks/device/measure_steps.py --out results.jsonl --expandable g-mistral-lora-b4-s4096
+    python3 benchmarks/device/measure_steps.py --out results.jsonl --unmeasured --budget 300  # not measured yet
 
     Smoke test without a GPU (a tiny config, CPU tensors, no allocator figures):
     python3 benchmarks/device/measure_steps.py --out smoke.jsonl --device cpu \\
@@ -36,6 +37,42 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "benchmarks" / "data" / "traces"
+
+
+MEASURED = ROOT / "benchmarks" / "data" / "device"
+#: the GPU memory a trace may roughly need before this script skips it (a model that cannot be built there would
+#: only spend the session's time reaching an out-of-memory error)
+MAX_GIB = 120.0
+
+
+def rough_need_gib(name: str) -> float:
+    """A coarse upper bound from the header: 16 B per parameter for a full fine-tune (bf16 weights and gradients,
+    AdamW's fp32-sized states), 2.5 B for adapters (bf16 base plus activations)."""
+    with gzip.open(TRACES / f"{name}.jsonl.gz", "rt", encoding="utf-8") as fh:
+        header: dict[str, Any] = json.loads(fh.readline())
+    per_param = 16.0 if header["settings"]["method"] == "full" else 2.5
+    return float(header["params"]) * per_param / 2**30
+
+
+def unmeasured(expandable: bool) -> list[str]:
+    """Committed traces with no result yet in benchmarks/data/device/ for this allocator setting, that this script
+    can set up and that roughly fit: fixed-length steps first (short), then catalog models, then 48-step runs."""
+    done: set[str] = set()
+    for path in MEASURED.glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                res = json.loads(line)
+                if ("expandable" in str(res.get("alloc_conf", ""))) == expandable and "error" not in res:
+                    done.add(str(res["trace"]))
+    names = []
+    for path in TRACES.glob("*.jsonl.gz"):
+        name = path.name.removesuffix(".jsonl.gz")
+        st = trace_settings(name)
+        if name in done or st.get("gptq_int4") or st.get("trainer_amp_wrap") or rough_need_gib(name) > MAX_GIB:
+            continue
+        names.append(name)
+    order = {"g": 0, "c": 1}
+    return sorted(names, key=lambda n: (order.get(n.split("-", 1)[0], 2), n))
 
 
 def trace_settings(name: str) -> dict[str, Any]:
@@ -161,7 +198,11 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traces", nargs="+", help="trace names in benchmarks/data/traces (without .jsonl.gz)")
+    ap.add_argument("traces", nargs="*", help="trace names in benchmarks/data/traces (without .jsonl.gz)")
+    ap.add_argument(
+        "--unmeasured", action="store_true", help="add every trace benchmarks/data/device/ has no result for yet"
+    )
+    ap.add_argument("--budget", type=float, default=0, help="start no new trace after this many seconds (0: none)")
     ap.add_argument("--out", help="JSON lines file to append to (required, except in the child)")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--expandable", action="store_true", help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
@@ -170,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
+        if len(args.traces) != 1:
+            ap.error("--child runs exactly one trace")
         try:
             result = run_one(args.traces[0], args.device, args.config)
         except Exception as err:  # an out-of-memory error is a result too
@@ -178,10 +221,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out is required")
+    names = list(args.traces) + [
+        n for n in (unmeasured(args.expandable) if args.unmeasured else []) if n not in args.traces
+    ]
+    if not names:
+        ap.error("no traces named (give names or --unmeasured)")
+    start = time.monotonic()
     env = dict(os.environ)
     if args.expandable:
         env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-    for name in args.traces:
+    for name in names:
+        if args.budget and time.monotonic() - start > args.budget:
+            print(
+                f"budget of {args.budget:.0f} s spent: {len(names) - names.index(name)} traces not started", flush=True
+            )
+            break
         cmd = [sys.executable, __file__, "--child", "--device", args.device, name]
         if args.config:
             cmd += ["--config", args.config]

@@ -4,8 +4,9 @@
 #
 #   1. the machine: nvidia-smi, library versions;
 #   2. the app's own NVML module on a real driver (`vramdesk gpus --json`), and one estimate through the CLI;
-#   3. committed traces' steps with the default allocator (max_memory_allocated / reserved, NVML per phase);
-#   4. a few of them again with expandable segments.
+#   3. committed traces' steps not measured yet, with the default allocator (max_memory_allocated / reserved,
+#      NVML per phase), for BUDGET_S seconds (300);
+#   4. some with expandable segments, for BUDGET_EXPANDABLE_S seconds (45).
 #
 # Usage (repository root, a machine with a GPU, torch, transformers and peft; the app's own pure-Python
 # dependencies may come as wheels in .whl/): OUT=/some/dir bash benchmarks/device/session.sh
@@ -32,13 +33,9 @@ cat "$OUT/gpus.json"
 $PY -m vramdesk estimate Qwen/Qwen2.5-1.5B --mode finetune --method full --micro-batch 2 --seq-len 4096 \
     --grad-checkpointing --gpu "H200" --json >"$OUT/estimate.json" 2>&1 || head -c 600 "$OUT/estimate.json"
 
-STEPS=(
-    g-qwen15-full-b2-s4096 g-qwen15-lora-all-b4-s4096 v-qwen15-all-L4096
-    g-mistral-lora-b4-s4096 g-mistral-lora-b8-s4096 g-llama2-lora-all-b2-s4096 g-mistral-full-b4-s4096
-    g-qwen15-full-amp-b1-s2048 g-qwen15-dora-all-b2-s2048 g-qwen15-lora-qv-save-embed-head-b1-s1024
-    g-qwen15-full-adafactor-b1-s1024 g-qwen15-full-sgd-b1-s1024
-)
-$PY benchmarks/device/measure_steps.py --timeout 150 --out "$OUT/steps.jsonl" "${STEPS[@]}"
-$PY benchmarks/device/measure_steps.py --timeout 150 --expandable --out "$OUT/steps-expandable.jsonl" \
-    g-qwen15-full-b2-s4096 v-qwen15-all-L4096 g-mistral-lora-b8-s4096
+# every committed trace without a GPU result in benchmarks/data/device/ yet, as many as the budget allows; then a
+# few with expandable segments. Append the results to benchmarks/data/device/ afterwards (a new file per session).
+$PY benchmarks/device/measure_steps.py --timeout 150 --unmeasured --budget "${BUDGET_S:-300}" --out "$OUT/steps.jsonl"
+$PY benchmarks/device/measure_steps.py --timeout 150 --expandable --unmeasured --budget "${BUDGET_EXPANDABLE_S:-45}" \
+    --out "$OUT/steps-expandable.jsonl"
 echo "session done"
