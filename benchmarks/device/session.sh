@@ -4,9 +4,10 @@
 #
 #   1. the machine: nvidia-smi, library versions;
 #   2. the app's own NVML module on a real driver (`vramdesk gpus --json`), and one estimate through the CLI;
-#   3. committed traces' steps not measured yet, with the default allocator (max_memory_allocated / reserved,
-#      NVML per phase), for BUDGET_S seconds (300);
-#   4. some with expandable segments, for BUDGET_EXPANDABLE_S seconds (45).
+#   3. what loading a checkpoint leaves in PyTorch's cache, four common ways (measure_loading.py);
+#   4. committed traces' steps not measured yet, with the default allocator (max_memory_allocated / reserved,
+#      NVML per phase), for BUDGET_S seconds (240);
+#   5. some with expandable segments, for BUDGET_EXPANDABLE_S seconds (45).
 #
 # Usage (repository root, a machine with a GPU, torch, transformers and peft; the app's own pure-Python
 # dependencies may come as wheels in .whl/): OUT=/some/dir bash benchmarks/device/session.sh
@@ -33,9 +34,13 @@ cat "$OUT/gpus.json"
 $PY -m vramdesk estimate Qwen/Qwen2.5-1.5B --mode finetune --method full --micro-batch 2 --seq-len 4096 \
     --grad-checkpointing --gpu "H200" --json >"$OUT/estimate.json" 2>&1 || head -c 600 "$OUT/estimate.json"
 
+# what loading a checkpoint leaves in the cache (a bf16 Qwen2.5-1.5B written with random weights, loaded four ways)
+$PY benchmarks/device/measure_loading.py --timeout 90 --out "$OUT/loading.jsonl" \
+    benchmarks/data/configs/Qwen__Qwen2.5-1.5B.json
+
 # every committed trace without a GPU result in benchmarks/data/device/ yet, as many as the budget allows; then a
 # few with expandable segments. Append the results to benchmarks/data/device/ afterwards (a new file per session).
-$PY benchmarks/device/measure_steps.py --timeout 150 --unmeasured --budget "${BUDGET_S:-300}" --out "$OUT/steps.jsonl"
+$PY benchmarks/device/measure_steps.py --timeout 150 --unmeasured --budget "${BUDGET_S:-240}" --out "$OUT/steps.jsonl"
 $PY benchmarks/device/measure_steps.py --timeout 150 --expandable --unmeasured --budget "${BUDGET_EXPANDABLE_S:-45}" \
     --out "$OUT/steps-expandable.jsonl"
 echo "session done"
