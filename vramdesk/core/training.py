@@ -336,71 +336,200 @@ def activations(
     )
 
 
-# ------------------------------------------------------------------------------------------ the run
+@dataclass(frozen=True)
+class LossHead:
+    """The loss head's bytes at the start of backward (``loss``) and at the end of forward (``forward``)."""
+
+    loss: int
+    forward: int
+    loss_text: str
+    forward_text: str
+
+
+def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> LossHead:
+    """Logits, log-softmax and their gradients as the model's loss code and the precision make them: fp32 in
+    transformers' classes, 16-bit where a model's own loss keeps them so and DeepSpeed runs without autocast,
+    Gemma 2's soft-capping, or one chunk in 8 with chunked cross-entropy."""
+    b, s = work.micro_batch, work.seq_len
+    loss = 12 * b * s * arch.vocab
+    loss_fwd = 10 * b * s * arch.vocab
+    fwd_text = "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax"
+    loss_text = (
+        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
+        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
+    )
+    if not arch.logits_fp32 and deepspeed and not work.chunked_loss:
+        # the model's own loss keeps the logits in 16 bits and DeepSpeed runs without autocast (which would cast
+        # the cross-entropy to fp32): log-softmax, its gradient and the input gradient are all 16-bit
+        loss = 6 * b * s * arch.vocab
+        loss_fwd = 6 * b * s * arch.vocab
+        fwd_text = "6 x batch x seq x vocab B at the end of forward: 16-bit logits, shifted copy, log-softmax"
+        loss_text = (
+            f"6 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: the model's loss keeps the "
+            "logits in 16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; "
+            "then the log-softmax, its gradient and the input gradient)"
+        )
+    if arch.logit_softcap and not work.chunked_loss:
+        # Gemma 2: logits / cap -> tanh -> x cap before the loss; tanh keeps its 16-bit output for backward
+        loss += 2 * b * s * arch.vocab
+        loss_fwd += 2 * b * s * arch.vocab
+        fwd_text += "; the soft-capping's tanh output (2 B)"
+        loss_text += f"; the soft-capping's tanh output (2 x batch {b} x seq {s} x vocab {arch.vocab} B)"
+    if work.chunked_loss:
+        # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
+        loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
+        loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
+        fwd_text = "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms"
+        loss_text = (
+            f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
+            "log-softmax and gradients of one chunk in 8"
+        )
+    return LossHead(loss, loss_fwd, loss_text, fwd_text)
+
+
+def comp(name: str, value: float, cat: Category, explain: str) -> Component:
+    return Component(name=name, bytes=round(value), category=cat, explain=explain)
+
+
+def _matmul_transients(
+    text_tensors: list[Tensor],
+    chosen: list[Tensor],
+    work: FinetuneWorkload,
+    base_kind: str,
+    gptq: tuple[int, int],
+    adapter_copy_b: int,
+    tp: int,
+) -> tuple[list[Component], tuple[Component, ...], list[Component]]:
+    """Short-lived tensors of one matmul at a time: (a quantised base's dequantised matrix, in every phase; what a
+    forward matmul makes, in the forward and in a checkpointed layer's recompute; what only the forward makes).
+    ``gptq``: the largest GPTQ matrix's elements and its bits (0, 0 without a GPTQ base)."""
+    b, s = work.micro_batch, work.seq_len
+    gptq_largest, gptq_bits = gptq
+    dequantised: list[Component] = []
+    forward_only: list[Component] = []
+    widest_matrix = max(
+        (t.numel // (t.shape[0] if len(t.shape) == 3 else 1) for t in text_tensors if t.role in LINEAR_ROLES),
+        default=0,
+    )
+    if base_kind == "bnb4":
+        dequantised.append(
+            comp(
+                "dequantised matrix",
+                2 * widest_matrix,
+                "activations",
+                "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
+            )
+        )
+    elif base_kind == "awq":
+        # AutoAWQ's WQLinearMMFunction keeps the input for backward (the general rule) and dequantises the weight
+        # again there, then multiplies by it repeated once per sequence of the micro-batch
+        dequantised.append(
+            comp(
+                "dequantised matrix",
+                2 * (1 + b) * widest_matrix,
+                "activations",
+                f"AutoAWQ dequantises one 4-bit matrix to 16 bits in backward and repeats it for each of the {b} "
+                "sequences of the micro-batch",
+            )
+        )
+    #: transient tensors of a forward matmul, in the forward and in the recompute of a checkpointed layer
+    unpack: tuple[Component, ...] = ()
+    if gptq_largest:
+        # the shifted int32 words, then their int8 (int16 for 8 bits) copy, both alive for a moment
+        narrow = 2 if gptq_bits == 8 else 1
+        unpack = (
+            comp(
+                "GPTQ unpacking",
+                (4 + narrow) * gptq_largest,
+                "activations",
+                f"auto_gptq unpacks the largest {gptq_bits}-bit matrix ({gptq_largest:,} elements) to int32 and "
+                f"int{8 * narrow} before scaling it to 16 bits: {4 + narrow} B per element for a moment",
+            ),
+        )
+    if adapter_copy_b == 4 and work.lora_dropout > 0 and chosen:
+        # peft casts the adapted input to fp32 and then drops out of that copy: the cast lives next to the dropped
+        # copy (which lora_A keeps) until the layer returns (traced: the MLP down projection's input, 4 B x I)
+        widest = max(t.shape[-1] for t in chosen)
+        unpack += (
+            comp(
+                "LoRA input cast",
+                4 * widest * b * s / tp,
+                "activations",
+                f"peft's fp32 cast of the widest adapted input ({widest:,} features x {b * s:,} tokens), alive next "
+                "to its dropout copy while the layer runs",
+            ),
+        )
+    if chosen and work.dora:
+        biggest = max((t.shape[-2] * t.shape[-1] for t in chosen), default=0)
+        forward_only.append(
+            comp(
+                "DoRA weight norm",
+                4 * biggest,
+                "activations",
+                "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
+            )
+        )
+    return dequantised, unpack, forward_only
 
 
 @dataclass
-class TrainingRun:
-    phases: list[Phase]
-    trainable: int
-    host_bytes: int
-    warnings: list[str]
-    gpus: int
-    #: pipeline parallel: phases of each stage (every GPU of a stage alike); empty when pp = 1
-    stages: list[list[Phase]] = field(default_factory=list)
+class Trained:
+    """What a fine-tuning method trains and how the model is stored for it (full fine-tuning or adapters)."""
+
+    trainable: int  # parameters the optimizer updates (adapters, DoRA magnitudes; every parameter in a full fine-tune)
+    base_bytes: int  # the frozen base (or the whole model) as stored
+    adapter_bytes: int  # adapters and trained copies of modules_to_save
+    grads: int  # gradient bytes of everything trained
+    state_b: int  # bytes per optimizer state element
+    w_explain: str  # what the weights are, for the explanation
+    matrices: list[tuple[int, ...]]  # shapes of the trained matrices (Adafactor factors them)
+    opt_largest: int  # elements of the largest trained tensor (per-parameter optimizer temporaries)
+    act_lin: int  # trained linear parameters whose inputs a full fine-tune keeps
+    residual_b: int  # bytes per element of the residual stream (the embedding output dtype)
+    chosen: list[Tensor]  # the linear weights the adapters wrap
+    saved: list[tuple[str, int]]  # modules_to_save copies: (name, parameters)
+    saved_params: int  # parameters of those copies
+    bias_params: int  # trained bias parameters (lora_bias)
+    a_b: int  # bytes per adapter parameter
+    e_b: int  # bytes per other trained parameter (copies, biases)
+    extra_states: int  # optimizer states of copies and biases
+    extra_temp: int  # their optimizer step temporaries
+    amp_fp32: bool  # LoRA under AMP on an fp32 base
+    base_kind: str  # the frozen base format's kind ("float" unless quantised)
+    gather_fmt: WeightFormat | None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
+    lora_fp32_inputs: bool  # adapters keep fp32 copies of their inputs
+    adapter_copy_b: int  # LoRA on a frozen 16-bit base: bytes per element of each adapter's saved input
+    frozen_kept: dict[int, int]  # per layer, bytes of 16-bit copies of frozen weights its backward keeps
+    gptq_largest: int  # elements of the largest GPTQ matrix
+    gptq_bits: int  # its bits
 
 
-def training_phases(
+def what_trains(
     facts: ModelFacts,
     work: FinetuneWorkload,
     par: Parallelism,
-    gpu_count: int,
-    base_weights: str | WeightFormat = "auto",
-    gpus_per_node: int | None = None,
-) -> TrainingRun:
-    """``base_weights``: the frozen base's storage for LoRA / QLoRA ("auto" = bf16 for LoRA, nf4 with double
-    quantisation for QLoRA; a GPTQ / AWQ / bnb name or format trains adapters on that quantised base).
-    ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them."""
-    arch = facts.arch
-    if work.method == "qlora" and work.precision in ("fp32",):
-        raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
+    base_weights: str | WeightFormat,
+    deepspeed: bool,
+    tensors: tuple[list[Tensor], list[Tensor]],
+) -> Trained:
+    """The trained parameters, their bytes and the frozen base's storage for full fine-tuning or adapters.
+    ``tensors``: the text model's tensors (the vision tower's too when it trains in full) and the vision tower's."""
     prec = precision(work.precision)
     lora = work.method in ("lora", "qlora")
-    warnings: list[str] = []
-    text_tensors = [t for t in facts.tensors if t.part == "text"]
-    vision_tensors = [t for t in facts.tensors if t.part == "vision"]
-    if work.vision_tower == "trained" and not vision_tensors:
-        raise TrainingError(f"{facts.model_id} has no vision tower to train (vision_tower=trained)")
+    text_tensors, vision_tensors = tensors
     train_vision = work.vision_tower == "trained"
-    if train_vision and work.method == "full":
-        # the vision tower's parameters train like the text model's
-        text_tensors = text_tensors + vision_tensors
     all_params = sum(t.numel for t in text_tensors)
-    #: frozen vision weights kept on the GPU next to the text model (16-bit; fp32 with fp32 training)
-    vision_frozen = 0
-    if vision_tensors and work.vision_tower != "absent" and not (train_vision and work.method == "full"):
-        vision_frozen = sum(t.numel for t in vision_tensors) * (4 if work.precision == "fp32" else 2)
     linear = sum(t.numel for t in text_tensors if t.role in LINEAR_ROLES and len(t.shape) >= 2)
     largest = max(t.numel for t in text_tensors)
-
+    # what the adapters branch sets (the fields of Trained say what each holds)
     chosen: list[Tensor] = []
-    # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
-    # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
-    deepspeed = par.zero > 0 and work.precision != "fp32"
-    extra_states = extra_temp = 0
-    lora_fp32_inputs = False
-    adapter_copy_b = 0  # LoRA on a frozen 16-bit base: bytes per element of each adapter's saved input
-    #: bytes per element of the residual stream: the embedding output's dtype
-    residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
     saved: list[tuple[str, int]] = []
-    a_b = e_b = 0  # bytes per adapter and per other trained parameter (LoRA)
-    gather_fmt: WeightFormat | None = None  # a quantised frozen base is gathered (FSDP / ZeRO-3) as stored
-    #: per layer, bytes of 16-bit copies of frozen weights its backward keeps (a GPTQ base dequantised, autocast's casts
-    #: of an fp32 base); and the largest GPTQ matrix
+    extra_states = extra_temp = adapter_copy_b = gptq_largest = gptq_bits = a_b = e_b = 0
+    lora_fp32_inputs = amp_fp32 = False
+    gather_fmt: WeightFormat | None = None
     frozen_kept: dict[int, int] = {}
-    gptq_largest = gptq_bits = 0
-    amp_fp32 = False  # LoRA under AMP on an fp32 base
-    base_kind = "float"  # the frozen base's format kind (LoRA on a quantised base)
+    base_kind = "float"
+    residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
     if lora:
         try:
             chosen = lora_targets(facts, work.lora_targets)
@@ -494,7 +623,6 @@ def training_phases(
         matrices: list[tuple[int, ...]] = []
         for t in chosen:
             matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
-        opt_trainable = trainable
         opt_largest = max((work.lora_rank * t.shape[-1] for t in chosen), default=0)
         act_lin = 0
         if saved_params + bias_params and not deepspeed:
@@ -515,34 +643,113 @@ def training_phases(
         state_b = prec.state
         w_explain = f"{all_params:,} parameters x {prec.weights} B ({prec.label})"
         matrices = [t.shape for t in text_tensors if len(t.shape) >= 2]
-        opt_trainable = trainable
         opt_largest = largest
         act_lin = linear
         saved_params = bias_params = 0
+    return Trained(
+        trainable=trainable,
+        base_bytes=base_bytes,
+        adapter_bytes=adapter_bytes,
+        grads=grads,
+        state_b=state_b,
+        w_explain=w_explain,
+        matrices=matrices,
+        opt_largest=opt_largest,
+        act_lin=act_lin,
+        residual_b=residual_b,
+        chosen=chosen,
+        saved=saved,
+        saved_params=saved_params,
+        bias_params=bias_params,
+        a_b=a_b,
+        e_b=e_b,
+        extra_states=extra_states,
+        extra_temp=extra_temp,
+        amp_fp32=amp_fp32,
+        base_kind=base_kind,
+        gather_fmt=gather_fmt,
+        lora_fp32_inputs=lora_fp32_inputs,
+        adapter_copy_b=adapter_copy_b,
+        frozen_kept=frozen_kept,
+        gptq_largest=gptq_largest,
+        gptq_bits=gptq_bits,
+    )
 
-    states, temp, s_text, t_text = optimizer_bytes(work.optimizer, opt_trainable, state_b, opt_largest, matrices)
-    states += extra_states
-    temp += extra_temp
+
+# ------------------------------------------------------------------------------------------ the run
+
+
+@dataclass
+class TrainingRun:
+    phases: list[Phase]
+    trainable: int
+    host_bytes: int
+    warnings: list[str]
+    gpus: int
+    #: pipeline parallel: phases of each stage (every GPU of a stage alike); empty when pp = 1
+    stages: list[list[Phase]] = field(default_factory=list)
+
+
+def training_phases(
+    facts: ModelFacts,
+    work: FinetuneWorkload,
+    par: Parallelism,
+    gpu_count: int,
+    base_weights: str | WeightFormat = "auto",
+    gpus_per_node: int | None = None,
+) -> TrainingRun:
+    """``base_weights``: the frozen base's storage for LoRA / QLoRA ("auto" = bf16 for LoRA, nf4 with double
+    quantisation for QLoRA; a GPTQ / AWQ / bnb name or format trains adapters on that quantised base).
+    ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them."""
+    arch = facts.arch
+    if work.method == "qlora" and work.precision in ("fp32",):
+        raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
+    prec = precision(work.precision)
+    lora = work.method in ("lora", "qlora")
+    warnings: list[str] = []
+    text_tensors = [t for t in facts.tensors if t.part == "text"]
+    vision_tensors = [t for t in facts.tensors if t.part == "vision"]
+    if work.vision_tower == "trained" and not vision_tensors:
+        raise TrainingError(f"{facts.model_id} has no vision tower to train (vision_tower=trained)")
+    train_vision = work.vision_tower == "trained"
+    if train_vision and work.method == "full":
+        # the vision tower's parameters train like the text model's
+        text_tensors = text_tensors + vision_tensors
+    all_params = sum(t.numel for t in text_tensors)
+    #: frozen vision weights kept on the GPU next to the text model (16-bit; fp32 with fp32 training)
+    vision_frozen = 0
+    if vision_tensors and work.vision_tower != "absent" and not (train_vision and work.method == "full"):
+        vision_frozen = sum(t.numel for t in vision_tensors) * (4 if work.precision == "fp32" else 2)
+
+    # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
+    # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
+    deepspeed = par.zero > 0 and work.precision != "fp32"
+    tr = what_trains(facts, work, par, base_weights, deepspeed, (text_tensors, vision_tensors))
+    trainable, chosen, saved, bias_params = tr.trainable, tr.chosen, tr.saved, tr.bias_params
+    a_b, base_kind, grads, residual_b = tr.a_b, tr.base_kind, tr.grads, tr.residual_b
+    states, temp, s_text, t_text = optimizer_bytes(work.optimizer, trainable, tr.state_b, tr.opt_largest, tr.matrices)
+    states += tr.extra_states
+    temp += tr.extra_temp
     if lora and deepspeed:
-        lora_trained = trainable + saved_params + bias_params
+        lora_trained = trainable + tr.saved_params + bias_params
         states, temp = 16 * lora_trained, (0 if par.zero == 3 else 2 * lora_trained)
         s_text = (
             "DeepSpeed mixed precision: fp32 master, Adam moments and gradient partition (16 B/param) of the "
             "trainable parameters"
         )
         t_text = "DeepSpeed's fused Adam step: no step temporaries" if par.zero == 3 else DEEPSPEED_FLAT_TEXT
-    trained = trainable + saved_params + bias_params
+    trained = trainable + tr.saved_params + bias_params
     acts = activations(
         arch,
         work,
         prec,
-        lora_fp32_inputs,
-        act_lin,
+        tr.lora_fp32_inputs,
+        tr.act_lin,
         chosen,
         tp=par.tp,
         residual_bytes=residual_b,
-        adapter_copy_bytes=adapter_copy_b,
-        kept_weights=frozen_kept,
+        adapter_copy_bytes=tr.adapter_copy_b,
+        kept_weights=tr.frozen_kept,
         adapter_bytes=a_b or 4,
         kept_label=(
             "AMP: each layer keeps autocast's 16-bit copies of its frozen fp32 weights"
@@ -551,39 +758,8 @@ def training_phases(
         ),
     )
     b, s = work.micro_batch, work.seq_len
-    loss = 12 * b * s * arch.vocab
-    loss_fwd = 10 * b * s * arch.vocab
-    fwd_text = "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax"
-    loss_text = (
-        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
-        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
-    )
-    if not arch.logits_fp32 and deepspeed and not work.chunked_loss:
-        # the model's own loss keeps the logits in 16 bits and DeepSpeed runs without autocast (which would cast
-        # the cross-entropy to fp32): log-softmax, its gradient and the input gradient are all 16-bit
-        loss = 6 * b * s * arch.vocab
-        loss_fwd = 6 * b * s * arch.vocab
-        fwd_text = "6 x batch x seq x vocab B at the end of forward: 16-bit logits, shifted copy, log-softmax"
-        loss_text = (
-            f"6 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: the model's loss keeps the "
-            "logits in 16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; "
-            "then the log-softmax, its gradient and the input gradient)"
-        )
-    if arch.logit_softcap and not work.chunked_loss:
-        # Gemma 2: logits / cap -> tanh -> x cap before the loss; tanh keeps its 16-bit output for backward
-        loss += 2 * b * s * arch.vocab
-        loss_fwd += 2 * b * s * arch.vocab
-        fwd_text += "; the soft-capping's tanh output (2 B)"
-        loss_text += f"; the soft-capping's tanh output (2 x batch {b} x seq {s} x vocab {arch.vocab} B)"
-    if work.chunked_loss:
-        # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
-        loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
-        loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
-        fwd_text = "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms"
-        loss_text = (
-            f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
-            "log-softmax and gradients of one chunk in 8"
-        )
+    head = loss_head(arch, work, deepspeed)
+    loss, loss_fwd, loss_text, fwd_text = head.loss, head.forward, head.loss_text, head.forward_text
 
     # --- sharding and offload (per GPU)
     sh = shards(par, gpu_count, gpus_per_node)
@@ -593,11 +769,11 @@ def training_phases(
         model = replace(ds, weights=ds.weights + vision_frozen)
     else:
         model = ModelStates(
-            weights=base_bytes + adapter_bytes + vision_frozen,
+            weights=tr.base_bytes + tr.adapter_bytes + vision_frozen,
             grads=grads,
             states=states,
             temp=temp,
-            weights_text=w_explain,
+            weights_text=tr.w_explain,
             states_text=s_text,
             temp_text=t_text,
         )
@@ -607,15 +783,12 @@ def training_phases(
         per.notes.insert(0, f"frozen vision tower {vision_frozen / GIB:.2f} GiB")
     w_gpu, g_gpu, s_gpu, t_gpu = per.weights, per.grads, per.states, per.temp
     host = float(acts.host) + per.host
-    gathered, gathered_text = gathered_layers(facts, sh, par, gather_fmt)
+    gathered, gathered_text = gathered_layers(facts, sh, par, tr.gather_fmt)
     buckets, bucket_text = comm_buckets(par, sh, work.precision)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
     # the same activation bytes as one micro-batch through every layer
     a_gpu = acts.total
     loss_gpu = loss / tp
-
-    def comp(name: str, value: float, cat: Category, explain: str) -> Component:
-        return Component(name=name, bytes=round(value), category=cat, explain=explain)
 
     shard_note = sh.note
     notes = per.notes
@@ -658,70 +831,11 @@ def training_phases(
         )
     if buckets:
         extra.append(comp("communication buckets", buckets, "overhead", bucket_text))
-    widest_matrix = max(
-        (t.numel // (t.shape[0] if len(t.shape) == 3 else 1) for t in text_tensors if t.role in LINEAR_ROLES),
-        default=0,
+    dequantised, unpack, forward_only = _matmul_transients(
+        text_tensors, chosen, work, base_kind, (tr.gptq_largest, tr.gptq_bits), tr.adapter_copy_b, par.tp
     )
-    if base_kind == "bnb4":
-        extra.append(
-            comp(
-                "dequantised matrix",
-                2 * widest_matrix,
-                "activations",
-                "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
-            )
-        )
-    elif base_kind == "awq":
-        # AutoAWQ's WQLinearMMFunction keeps the input for backward (the general rule) and dequantises the weight
-        # again there, then multiplies by it repeated once per sequence of the micro-batch
-        extra.append(
-            comp(
-                "dequantised matrix",
-                2 * (1 + b) * widest_matrix,
-                "activations",
-                f"AutoAWQ dequantises one 4-bit matrix to 16 bits in backward and repeats it for each of the {b} "
-                "sequences of the micro-batch",
-            )
-        )
-    forward_extra: list[Component] = []
-    #: transient tensors of a forward matmul, in the forward and in the recompute of a checkpointed layer
-    unpack: tuple[Component, ...] = ()
-    if gptq_largest:
-        # the shifted int32 words, then their int8 (int16 for 8 bits) copy, both alive for a moment
-        narrow = 2 if gptq_bits == 8 else 1
-        unpack = (
-            comp(
-                "GPTQ unpacking",
-                (4 + narrow) * gptq_largest,
-                "activations",
-                f"auto_gptq unpacks the largest {gptq_bits}-bit matrix ({gptq_largest:,} elements) to int32 and "
-                f"int{8 * narrow} before scaling it to 16 bits: {4 + narrow} B per element for a moment",
-            ),
-        )
-    if adapter_copy_b == 4 and work.lora_dropout > 0 and chosen:
-        # peft casts the adapted input to fp32 and then drops out of that copy: the cast lives next to the dropped
-        # copy (which lora_A keeps) until the layer returns (traced: the MLP down projection's input, 4 B x I)
-        widest = max(t.shape[-1] for t in chosen)
-        unpack += (
-            comp(
-                "LoRA input cast",
-                4 * widest * b * s / par.tp,
-                "activations",
-                f"peft's fp32 cast of the widest adapted input ({widest:,} features x {b * s:,} tokens), alive next "
-                "to its dropout copy while the layer runs",
-            ),
-        )
-    forward_extra += unpack
-    if lora and work.dora:
-        biggest = max((t.shape[-2] * t.shape[-1] for t in chosen), default=0)
-        forward_extra.append(
-            comp(
-                "DoRA weight norm",
-                4 * biggest,
-                "activations",
-                "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
-            )
-        )
+    extra += dequantised
+    forward_extra = [*unpack, *forward_only]
     if train_vision:
         warnings.append(
             "vision tower trained: its activations depend on the images per sample, which this estimate does "
@@ -769,11 +883,11 @@ def training_phases(
             # FSDP reduce into their own buckets instead)
             largest_grad = (
                 max(
-                    [n * e_b for _, n in saved] + [t.shape[-1] * work.lora_rank * a_b for t in chosen],
+                    [n * tr.e_b for _, n in saved] + [t.shape[-1] * work.lora_rank * a_b for t in chosen],
                     default=0,
                 )
                 if lora
-                else opt_largest * prec.grads
+                else tr.opt_largest * prec.grads
             )
             fresh = (
                 comp(
@@ -801,7 +915,7 @@ def training_phases(
                 ),
             )
     head_copy: tuple[Component, ...] = ()
-    if lora and amp_fp32 and base_kind == "float" and not par.fsdp:
+    if lora and tr.amp_fp32 and base_kind == "float" and not par.fsdp:
         # the lm_head's (or tied embedding's) 16-bit copy, kept by the logits matmul until the loss head's backward
         head_copy = (
             comp(
@@ -864,10 +978,10 @@ def training_phases(
     # checkpoints, this is the peak of the backward (traced: a GPTQ LoRA step peaks here, at the unpacking of the
     # first layer's last matrix)
     if lora:
-        raw_grads = trainable * a_b + (saved_params + bias_params) * e_b
+        raw_grads = trainable * a_b + (tr.saved_params + bias_params) * tr.e_b
         embed_names = {t.name for t in text_tensors if t.role == "embedding"}
         first_grads = lora_parameters([t for t in chosen if t.layer == 0 and t.part == "text"], work.lora_rank) * a_b
-        first_grads += sum(n for name, n in saved if name in embed_names) * e_b
+        first_grads += sum(n for name, n in saved if name in embed_names) * tr.e_b
     else:
         raw_grads = all_params * prec.grads
         first_grads = prec.grads * sum(
