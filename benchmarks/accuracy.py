@@ -588,6 +588,42 @@ DEVICE_LEVELS = {
 }
 
 
+def run_device_inference(paths: list[Path] | None = None, catalog: Catalog | None = None) -> list[Row]:
+    """transformers generate runs of catalog models on a lent GPU (benchmarks/device/measure_inference.py, committed
+    as benchmarks/data/device/*-inference.jsonl): the estimate of the same settings at each level measured."""
+    from vramdesk.services.nvml import catalog_name
+
+    models = Models(catalog or default_catalog())
+    rows: list[Row] = []
+    for path in paths if paths is not None else sorted((DATA / "device").glob("*-inference.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            res: dict[str, Any] = json.loads(line) if line.strip() else {"error": "blank"}
+            if "error" in res:
+                continue
+            facts = models.facts(str(res["model"]))
+            gpu = models.catalog.gpu(catalog_name(str(res["device"]), models.catalog) or str(res["device"]))
+            work = {
+                "kind": "inference",
+                "engine": "transformers",
+                "batch": int(res["batch"]),
+                "input_len": int(res["input_len"]),
+                "output_len": int(res["output_len"]),
+                "attention": str(res.get("attention", "sdpa")),
+            }
+            scenario = Scenario.model_validate(
+                {"model": {"id": facts.model_id}, "weights": "bf16", "workload": work, "hardware": {"gpu": gpu.name}}
+            )
+            est = estimate(scenario, facts, gpu)
+            rid = f"{path.stem}/{res['model']}-b{res['batch']}-in{res['input_len']}-out{res['output_len']}"
+            for level, (measured_key, est_attr) in DEVICE_LEVELS.items():
+                if res.get(measured_key):
+                    value = getattr(est, est_attr) / GIB
+                    rows.append(
+                        Row(rid, "own GPU runs", "inference", level, float(res[measured_key]) / GIB, value, "B")
+                    )
+    return rows
+
+
 def run_device_runs() -> list[Row]:
     """The traced training steps run on a lent GPU (benchmarks/data/device/*.jsonl): vramdesk's estimate of the same
     settings at each level the run measured. Not third-party figures: the programs the traces recorded, so these
@@ -595,6 +631,8 @@ def run_device_runs() -> list[Row]:
     report = _replay_report()
     rows: list[Row] = []
     for path in sorted((DATA / "device").glob("*.jsonl")):
+        if path.stem.endswith("-inference"):
+            continue
         for res in report.read_device_runs(path):
             if "error" in res:
                 continue
@@ -695,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
     held_ft, held_ft_levels = run_heldout_finetune()
     fms = run_heldout_fms()
     held_fms, wrong_fits, oom_runs = fms.rows, fms.wrong_fits, fms.oom_runs
-    device_runs = run_device_runs()
+    device_runs = run_device_runs() + run_device_inference()
     if args.rows:
         for r in rows + train_rows + heldout + held_ft + held_fms + device_runs:
             print(
@@ -745,8 +783,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    {line}")
     device_summary = summarize([replace(r, weights=f"{r.level} {r.weights}") for r in device_runs], "weights")
     print(
-        f"\nthe traced training steps run on a lent GPU ({len(device_runs) // len(DEVICE_LEVELS)} runs; not published "
-        "figures, nothing fitted to them) by level and method:"
+        f"\nour own runs on a lent GPU (traced training steps and transformers generate; {len(device_runs)} "
+        "comparisons, not published figures, nothing fitted to them) by level and method:"
     )
     for g, st in device_summary.items():
         print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
