@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from types import ModuleType
 
 import pytest
+from benchload import load_benchmark
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -49,3 +51,15 @@ def chinese(monkeypatch):
     finally:
         i18n.set_language("en")
         i18n.install_qt_translations("en")
+
+
+@pytest.fixture(scope="session")
+def sim() -> ModuleType:
+    """benchmarks/allocator/caching_allocator.py, the model of PyTorch's CUDA caching allocator."""
+    return load_benchmark("caching_allocator")
+
+
+@pytest.fixture(scope="session")
+def report() -> ModuleType:
+    """benchmarks/allocator/replay_report.py: a trace's settings as a scenario, GPU-run comparisons."""
+    return load_benchmark("replay_report")

@@ -17,16 +17,6 @@ from vramdesk.core.gpu import GIB, MIB
 TRACES = ROOT / "benchmarks" / "data" / "traces"
 
 
-@pytest.fixture(scope="module")
-def sim() -> ModuleType:
-    return load_benchmark("caching_allocator")
-
-
-@pytest.fixture(scope="module")
-def report() -> ModuleType:
-    return load_benchmark("replay_report")
-
-
 def test_device_results_are_compared_with_the_replays(
     sim: ModuleType, report: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,7 +15,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from benchload import load_benchmark
 
 from vramdesk.core.estimate import estimate, model_facts
 from vramdesk.core.scenario import Scenario
@@ -23,16 +22,6 @@ from vramdesk.services.catalog import default_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "benchmarks" / "data" / "traces"
-
-
-@pytest.fixture(scope="module")
-def sim() -> ModuleType:
-    return load_benchmark("caching_allocator")
-
-
-@pytest.fixture(scope="module")
-def report() -> ModuleType:
-    return load_benchmark("replay_report")
 
 
 # (trace, what it pins down)

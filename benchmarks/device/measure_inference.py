@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -66,24 +65,11 @@ def config_path(model: str, override: str | None) -> Path:
     return path
 
 
-def _nvml_used(index: int) -> int:
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
-                return int(proc.usedGpuMemory)
-    except Exception:  # NVML is optional here
-        pass
-    return 0
-
-
 def run_case(case: dict[str, Any], device: str, attention: str, override: str | None) -> dict[str, Any]:
     """One generate call in this process (called in a child)."""
     import torch
     import transformers
+    from measure_steps import nvml_used  # the sibling script (this one runs from its folder)
     from transformers import AutoConfig, AutoModelForCausalLM
 
     cfg = AutoConfig.from_pretrained(str(config_path(case["model"], override)))
@@ -122,7 +108,7 @@ def run_case(case: dict[str, Any], device: str, attention: str, override: str | 
         "weights_allocated": weights,
         "peak_allocated": torch.cuda.max_memory_allocated() if cuda else 0,
         "peak_reserved": torch.cuda.max_memory_reserved() if cuda else 0,
-        "nvml_used_max": _nvml_used(index) if cuda else 0,
+        "nvml_used_max": nvml_used(index) if cuda else 0,
         "wall_s": round(time.perf_counter() - t0, 2),
     }
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -46,18 +45,10 @@ def _levels(device: str) -> dict[str, int]:
 
     if not device.startswith("cuda"):
         return {"allocated": 0, "reserved": 0, "nvml_used": 0}
-    torch.cuda.synchronize()
-    used = 0
-    try:
-        import pynvml
+    from measure_steps import nvml_used  # the sibling script (this one runs from its folder)
 
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
-        for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
-                used = int(proc.usedGpuMemory)
-    except Exception:  # NVML is optional here
-        used = 0
+    torch.cuda.synchronize()
+    used = nvml_used(torch.device(device).index or 0)
     return {
         "allocated": torch.cuda.memory_allocated(),
         "max_allocated": torch.cuda.max_memory_allocated(),

@@ -81,7 +81,7 @@ def trace_settings(name: str) -> dict[str, Any]:
     return dict(header["settings"])
 
 
-def _nvml_used(device_index: int) -> int:
+def nvml_used(device_index: int) -> int:
     """Bytes NVML attributes to this process on the GPU (what nvidia-smi lists), 0 when unknown."""
     try:
         import pynvml
@@ -155,7 +155,7 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
             phases[phase] = {
                 "allocated": torch.cuda.max_memory_allocated(),
                 "reserved": torch.cuda.max_memory_reserved(),
-                "nvml_used": _nvml_used(index),
+                "nvml_used": nvml_used(index),
             }
             torch.cuda.reset_peak_memory_stats()
         else:
