@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -137,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out is required")
+    from measure_steps import run_child  # the sibling script (this one runs from its folder)
+
     start = time.monotonic()
     for n, case in enumerate(cases):
         if args.budget and time.monotonic() - start > args.budget:
@@ -145,12 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = f"{case['model']}:{case['batch']}:{case['input_len']}:{case['output_len']}"
         cmd = [sys.executable, __file__, "--child", "--device", args.device, "--attention", args.attention]
         cmd += ["--case", spec] + (["--config", args.config] if args.config else [])
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-            result = json.loads(lines[-1]) if lines else {**case, "error": done.stderr[-800:]}
-        except subprocess.TimeoutExpired:
-            result = {**case, "error": f"timed out after {args.timeout} s"}
+        result = run_child(cmd, args.timeout, case)
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(result) + "\n")
         summary = result.get("error") or (

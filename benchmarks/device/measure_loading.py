@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -120,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out is required")
+    from measure_steps import run_child  # the sibling script (this one runs from its folder)
+
     ways = [w for w in args.ways.split(",") if w]
     unknown = [w for w in ways if w not in WAYS]
     if unknown:
@@ -130,13 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         for way in ways:
             cmd = [sys.executable, __file__, args.config, "--device", args.device, "--seq-len", str(args.seq_len)]
             cmd += ["--child", f"{way}:{folder}"]
-            try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False)
-                lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-                result = json.loads(lines[-1]) if lines else {"way": way, "error": done.stderr[-800:]}
-            except subprocess.TimeoutExpired:
-                result = {"way": way, "error": f"timed out after {args.timeout} s"}
-            result["config"] = args.config
+            result = run_child(cmd, args.timeout, {"way": way})
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(result) + "\n")
             if "error" in result:

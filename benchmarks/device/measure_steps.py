@@ -196,6 +196,20 @@ def run_one(name: str, device: str, config_override: str | None) -> dict[str, An
     }
 
 
+def run_child(
+    cmd: list[str], timeout: int, failed: dict[str, Any], env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The last JSON line a fresh process prints, or ``failed`` with the error (its stderr's end, or the time-out):
+    each measurement runs in its own process so the caching allocator starts empty."""
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {**failed, "error": f"timed out after {timeout} s"}
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    result: dict[str, Any] = json.loads(lines[-1]) if lines else {**failed, "error": done.stderr[-800:]}
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*", help="trace names in benchmarks/data/traces (without .jsonl.gz)")
@@ -239,12 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, __file__, "--child", "--device", args.device, name]
         if args.config:
             cmd += ["--config", args.config]
-        try:
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-            result = json.loads(lines[-1]) if lines else {"trace": name, "error": done.stderr[-800:]}
-        except subprocess.TimeoutExpired:
-            result = {"trace": name, "error": f"timed out after {args.timeout} s"}
+        result = run_child(cmd, args.timeout, {"trace": name}, env)
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(result) + "\n")
         summary = result.get("error") or (
