@@ -18,6 +18,8 @@ from uiwindow import make_window
 from vramdesk.core.estimate import estimate
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
+from vramdesk.services import accuracy
+from vramdesk.services.accuracy import measured_accuracy
 from vramdesk.services.catalog import default_catalog
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import i18n
@@ -316,3 +318,44 @@ def test_checkpointing_shows_a_recompute_bar_and_a_short_peak_title(qtbot) -> No
     assert w.breakdown.title.toolTip() == "Breakdown at the peak (loss + start of backward)"
     ticks = [t for _, t in w.phase_chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
     assert ticks == ["forward", "loss\n(peak)", "recompute", "layer 1", "backward", "optimizer"]
+
+
+# ---------------------------------------------------------------------------------------------- accuracy
+
+
+def test_each_level_says_how_well_it_matched_measured_runs(qtbot) -> None:
+    """The three level cards carry, under their description, the held-out and own-GPU figures for this kind of
+    plan (resources/accuracy.json, which the accuracy benchmark keeps equal to what it measures)."""
+    w = make_window(qtbot, finetune())
+    allocated = measured_accuracy("finetune", "transformers", "allocated")
+    assert allocated and all(s.runs > 0 for s in allocated)
+    tip = w.stat_allocated.toolTip()
+    assert tip.startswith("What torch.cuda.max_memory_allocated() reports")
+    for s in allocated:
+        assert s.name in tip and f"median {s.median:.1f} %" in tip and f"({s.runs} comparisons)" in tip
+    assert "H200" in w.stat_reserved.toolTip()
+    vllm = Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "workload": {"kind": "inference", "engine": "vllm", "input_len": 1024, "output_len": 128},
+            "hardware": {"gpu": GPU},
+        }
+    )
+    w.set_scenario(vllm)
+    qtbot.waitUntil(lambda: w.view is not None and w.view.mode == "inference", timeout=5000)
+    assert not measured_accuracy("inference", "vllm", "device")
+    assert "No measured runs at this level for this kind of plan yet" in w.stat_device.toolTip()
+
+
+def test_without_the_accuracy_file_the_cards_only_lose_that_note(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(accuracy, "resources_dir", lambda: tmp_path)
+    accuracy._table.cache_clear()
+    try:
+        assert measured_accuracy("finetune", "transformers", "allocated") == ()
+        (tmp_path / "accuracy.json").write_text("{not json", encoding="utf-8")
+        accuracy._table.cache_clear()
+        assert measured_accuracy("finetune", "transformers", "allocated") == ()
+    finally:
+        monkeypatch.undo()
+        accuracy._table.cache_clear()
+    assert measured_accuracy("finetune", "transformers", "allocated")

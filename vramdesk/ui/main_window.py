@@ -45,6 +45,7 @@ from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
+from vramdesk.services.accuracy import MeasuredSet, measured_accuracy
 from vramdesk.services.catalog import Catalog, default_catalog
 from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
@@ -140,6 +141,19 @@ def droppable_path(path: Path) -> bool:
     if path.is_dir():
         return True
     return path.is_file() and (path.suffix.lower() == ".gguf" or path.name.lower().endswith(".json"))
+
+
+def accuracy_note(sets: tuple[MeasuredSet, ...]) -> str:
+    """How this level of the estimate compared with measured runs it was not fitted to, one line per set."""
+    if not sets:
+        return tr("No measured runs at this level for this kind of plan yet: the figure is modelled, not checked")
+    lines = [tr("How far this figure was from measured runs it was not fitted to:")]
+    for s in sets:
+        lines.append(
+            f"• {tr(s.name)}: {tr('median')} {s.median:.1f} %, {tr('90th percentile')} {s.p90:.1f} % "
+            f"({s.runs} {tr('comparisons')})"
+        )
+    return "\n".join(lines)
 
 
 class MainWindow(QMainWindow):
@@ -819,6 +833,13 @@ class MainWindow(QMainWindow):
         self.stat_allocated.set_value(gib(view.peak_allocated_bytes))
         self.stat_reserved.set_value(gib(view.peak_reserved_bytes))
         self.stat_device.set_value(gib(view.device_bytes))
+        engine = view.estimate.engine.engine
+        for card, level in (
+            (self.stat_allocated, "allocated"),
+            (self.stat_reserved, "reserved"),
+            (self.stat_device, "device"),
+        ):
+            card.set_note(accuracy_note(measured_accuracy(view.mode, engine, level)))
         self.stat_params.set_value(count_text(view.params_total))
         params = view.estimate.params
         self.stat_active.set_value(count_text(params.trainable if view.mode == "finetune" else params.active))

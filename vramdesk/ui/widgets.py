@@ -152,7 +152,12 @@ class StatCard(QFrame):
         layout.setSpacing(1)
         layout.addWidget(self.caption)
         layout.addWidget(self.value)
+        self.description = tooltip
         self.setToolTip(tooltip)
 
     def set_value(self, text: str) -> None:
         self.value.setText(text)
+
+    def set_note(self, note: str) -> None:
+        """The description, and below it ``note`` (how well this figure matched measurements), as the tooltip."""
+        self.setToolTip(f"{self.description}\n\n{note}" if note else self.description)
