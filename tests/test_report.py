@@ -131,3 +131,24 @@ def test_comparison_flags_differences_and_sums(base) -> None:
     p = _Collect()
     p.feed(t.comparison_html(cmp))
     assert not p.stack and 'class="diff"' in t.comparison_html(cmp)
+
+
+def test_the_report_says_how_close_each_level_came_to_measurements(base) -> None:
+    """With the rows the app ships for this kind of plan, a section lists them; an empty set says the figures are
+    modelled, not checked; without the argument the section is left out."""
+    from vramdesk.services.accuracy import accuracy_rows
+
+    s, est, perf = base
+    rows = accuracy_rows(s.workload.kind, est.engine.engine)
+    assert rows  # the default scenario is transformers inference: the held-out Qwen2.5 set
+    md = t.report_markdown(t.ReportData(est, s, perf, accuracy=rows))
+    level, name, n, median, p90 = rows[0]
+    assert "## How close these figures came to measurements" in md
+    assert f"| {level} | {name} | {n} | {median:.1f} % | {p90:.1f} % |" in md
+    html_text = t.report_html(t.ReportData(est, s, perf, accuracy=rows))
+    assert "How close these figures came to measurements" in html_text and name in html_text
+    none = t.report_markdown(t.ReportData(est, s, perf, accuracy=()))
+    assert "the figures are modelled, not checked" in none
+    assert "How close" not in t.report_markdown(t.ReportData(est, s, perf))
+    vllm = accuracy_rows("inference", "vllm")
+    assert vllm == ()

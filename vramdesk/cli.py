@@ -34,7 +34,7 @@ from vramdesk.core.scenario import (
     VisionTower,
 )
 from vramdesk.report.json_report import estimate_to_dict
-from vramdesk.report.tables import level_labels
+from vramdesk.report.tables import ReportData, level_labels
 from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
@@ -725,6 +725,13 @@ def _compare(ns: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
+def _report_data(est: Estimate, scenario: Scenario, perf: Performance | None) -> ReportData:
+    """The report of one estimate, with how close each level came to measured runs for this kind of plan."""
+    from vramdesk.services.accuracy import accuracy_rows
+
+    return ReportData(est, scenario, perf, accuracy=accuracy_rows(scenario.workload.kind, est.engine.engine))
+
+
 def _render_in_child(scenario_path: Path, fmt: str, output: Path) -> None:
     """png / svg / pdf / html need Qt: vramdesk.ui.export renders them in a child process, so that this
     process (the command line) never imports Qt."""
@@ -746,7 +753,7 @@ def _render_in_child(scenario_path: Path, fmt: str, output: Path) -> None:
 def _export(ns: argparse.Namespace) -> int:
     """`vramdesk export SCENARIO.json --format F -o OUT`."""
     from vramdesk.fsutil import atomic_write_text
-    from vramdesk.report.tables import ReportData, breakdown_csv, json_text, report_html, report_json, report_markdown
+    from vramdesk.report.tables import breakdown_csv, json_text, report_html, report_json, report_markdown
 
     src, output = Path(ns.scenario), Path(ns.output)
     try:
@@ -759,7 +766,7 @@ def _export(ns: argparse.Namespace) -> int:
         if ns.format == "csv":
             atomic_write_text(output, breakdown_csv(est))
         elif ns.format == "md":
-            atomic_write_text(output, report_markdown(ReportData(est, scenario, perf)))
+            atomic_write_text(output, report_markdown(_report_data(est, scenario, perf)))
         elif ns.format == "json":
             atomic_write_text(output, json_text(report_json(est, scenario, perf)))
         else:
@@ -769,7 +776,7 @@ def _export(ns: argparse.Namespace) -> int:
                 if ns.format != "html":
                     raise
                 # no Qt here: the same report without the chart
-                atomic_write_text(output, report_html(ReportData(est, scenario, perf)))
+                atomic_write_text(output, report_html(_report_data(est, scenario, perf)))
     except _ERRORS as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)
         return 2

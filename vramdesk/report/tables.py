@@ -145,6 +145,9 @@ class ReportData:
     perf: Performance | None = None
     created: str = field(default_factory=now_text)
     version: str = __version__
+    #: how close each level came to measured runs it was not fitted to: (level, set, comparisons, median %, p90 %);
+    #: None leaves the section out, () says no such runs exist for this kind of plan
+    accuracy: tuple[tuple[str, str, int, float, float], ...] | None = None
 
     @property
     def title(self) -> str:
@@ -195,6 +198,14 @@ class ReportData:
     def notes(self) -> list[str]:
         return [*self.est.warnings, *self.est.params.notes]
 
+    def accuracy_rows(self) -> list[tuple[str, str, str, str, str]]:
+        return [(lv, name, str(n), f"{med:.1f} %", f"{p90:.1f} %") for lv, name, n, med, p90 in self.accuracy or ()]
+
+
+_ACCURACY_TITLE = "How close these figures came to measurements"
+_ACCURACY_HEADER = ("Level", "Measured runs (not fitted to)", "Comparisons", "Median |error|", "90th percentile")
+_ACCURACY_NONE = "No measured runs for this kind of plan: the figures are modelled, not checked."
+
 
 def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     e = data.est
@@ -214,6 +225,10 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     out.append("\n## Where the numbers come from\n")
     for c in (*e.components, *e.device_overheads):
         out.append(f"- **{c.name}** ({gib(c.bytes)} GiB): {c.explain}")
+    if data.accuracy is not None:
+        out.append(f"\n## {_ACCURACY_TITLE}\n")
+        rows = data.accuracy_rows()
+        out.append(markdown_table(_ACCURACY_HEADER, rows, align_right=(2, 3, 4)) if rows else _ACCURACY_NONE)
     notes = data.notes()
     if notes:
         out.append("\n## Warnings and notes\n")
@@ -273,6 +288,10 @@ def report_html(data: ReportData, chart_src: str | None = None, chart_width: int
     parts.append(_html_table(("Component", "GiB", "Share", "Category", "Where it comes from"), rows, numeric=(1, 2)))
     parts.append("<h2>Phases</h2>" + _html_table(("Phase", "Allocated GiB", ""), data.phase_rows(), numeric=(1,)))
     parts.append("<h2>Inputs</h2>" + _html_table(("Input", "Value"), data.input_rows()))
+    if data.accuracy is not None:
+        rows = data.accuracy_rows()
+        table = _html_table(_ACCURACY_HEADER, rows, numeric=(2, 3, 4)) if rows else f"<p>{esc(_ACCURACY_NONE)}</p>"
+        parts.append(f"<h2>{esc(_ACCURACY_TITLE)}</h2>" + table)
     notes = data.notes()
     if notes:
         parts.append("<h2>Warnings and notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")

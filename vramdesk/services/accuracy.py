@@ -46,3 +46,10 @@ def measured_accuracy(mode: str, engine: str, level: str) -> tuple[MeasuredSet, 
     empty where none was (vLLM and llama.cpp have no held-out runs yet)."""
     key = "finetune" if mode == "finetune" else f"inference/{engine}"
     return _table().get(key, {}).get(level, ())
+
+
+def accuracy_rows(mode: str, engine: str) -> tuple[tuple[str, str, int, float, float], ...]:
+    """Every level's sets for a report: (level, set, comparisons, median %, p90 %)."""
+    return tuple(
+        (level, m.name, m.runs, m.median, m.p90) for level in LEVELS for m in measured_accuracy(mode, engine, level)
+    )

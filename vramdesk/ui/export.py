@@ -44,6 +44,7 @@ from vramdesk import __version__
 from vramdesk.core.performance import Performance
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.tables import ReportData, report_html
+from vramdesk.services.accuracy import accuracy_rows
 
 from . import theme
 from .charts import BreakdownChart, PhaseChart
@@ -302,7 +303,8 @@ def export_view(
     from vramdesk.report.tables import breakdown_csv, json_text, report_json, report_markdown
 
     out = Path(out)
-    data = ReportData(view.estimate, scenario, perf)
+    rows = accuracy_rows(scenario.workload.kind, view.estimate.engine.engine)
+    data = ReportData(view.estimate, scenario, perf, accuracy=rows)
     if fmt == "md":
         atomic_write_text(out, report_markdown(data))
         return out
