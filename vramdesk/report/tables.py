@@ -203,7 +203,7 @@ class ReportData:
 
 
 _ACCURACY_TITLE = "How close these figures came to measurements"
-_ACCURACY_HEADER = ("Level", "Measured runs (not fitted to)", "Comparisons", "Median |error|", "90th percentile")
+_ACCURACY_HEADER = ("Level", "Measured runs (not fitted to)", "n", "Median |error|", "p90 |error|")
 _ACCURACY_NONE = "No measured runs for this kind of plan: the figures are modelled, not checked."
 
 
@@ -216,6 +216,10 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
         out.append(f"![Breakdown at the peak]({chart_path})\n")
     out.append("## Summary\n")
     out.append(markdown_table(("", "value"), data.summary_rows()))
+    if data.accuracy is not None:
+        out.append(f"\n## {_ACCURACY_TITLE}\n")
+        rows = data.accuracy_rows()
+        out.append(markdown_table(_ACCURACY_HEADER, rows, align_right=(2, 3, 4)) if rows else _ACCURACY_NONE)
     out.append(f"\n## Breakdown at the peak ({e.peak_phase})\n")
     out.append(breakdown_markdown(e))
     out.append("\n## Phases\n")
@@ -225,10 +229,6 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     out.append("\n## Where the numbers come from\n")
     for c in (*e.components, *e.device_overheads):
         out.append(f"- **{c.name}** ({gib(c.bytes)} GiB): {c.explain}")
-    if data.accuracy is not None:
-        out.append(f"\n## {_ACCURACY_TITLE}\n")
-        rows = data.accuracy_rows()
-        out.append(markdown_table(_ACCURACY_HEADER, rows, align_right=(2, 3, 4)) if rows else _ACCURACY_NONE)
     notes = data.notes()
     if notes:
         out.append("\n## Warnings and notes\n")
@@ -283,15 +283,15 @@ def report_html(data: ReportData, chart_src: str | None = None, chart_width: int
     if chart_src:
         parts.append(f'<p><img src="{esc(chart_src)}" width="{chart_width}" alt="Breakdown at the peak"></p>')
     parts.append("<h2>Summary</h2>" + _html_table(("", "value"), data.summary_rows()))
+    if data.accuracy is not None:
+        rows = data.accuracy_rows()
+        table = _html_table(_ACCURACY_HEADER, rows, numeric=(2, 3, 4)) if rows else f"<p>{esc(_ACCURACY_NONE)}</p>"
+        parts.append(f"<h2>{esc(_ACCURACY_TITLE)}</h2>" + table)
     rows = [(r[1], r[4], r[5], r[2], r[6]) for r in breakdown_rows(e)]
     parts.append(f"<h2>Breakdown at the peak ({esc(e.peak_phase)})</h2>")
     parts.append(_html_table(("Component", "GiB", "Share", "Category", "Where it comes from"), rows, numeric=(1, 2)))
     parts.append("<h2>Phases</h2>" + _html_table(("Phase", "Allocated GiB", ""), data.phase_rows(), numeric=(1,)))
     parts.append("<h2>Inputs</h2>" + _html_table(("Input", "Value"), data.input_rows()))
-    if data.accuracy is not None:
-        rows = data.accuracy_rows()
-        table = _html_table(_ACCURACY_HEADER, rows, numeric=(2, 3, 4)) if rows else f"<p>{esc(_ACCURACY_NONE)}</p>"
-        parts.append(f"<h2>{esc(_ACCURACY_TITLE)}</h2>" + table)
     notes = data.notes()
     if notes:
         parts.append("<h2>Warnings and notes</h2><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
