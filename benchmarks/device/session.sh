@@ -9,8 +9,9 @@
 #   5. committed traces' steps not measured yet, with the default allocator (max_memory_allocated / reserved,
 #      NVML per phase), for BUDGET_S seconds (200);
 #   6. some with expandable segments, for BUDGET_EXPANDABLE_S seconds (45).
-# About 8 minutes in all on an H200. Commit what comes back under benchmarks/data/device/ (the inference lines as
-# NAME-inference.jsonl) and run benchmarks/accuracy.py.
+# About 8 minutes in all on an H200; each step stops at its budget plus at most one item's time-out (60-90 s), so
+# give the whole command a 560 s limit: what finished is already in $OUT. Commit what comes back under
+# benchmarks/data/device/ (the inference lines as NAME-inference.jsonl) and run benchmarks/accuracy.py.
 #
 # Usage (repository root, a machine with a GPU, torch, transformers and peft; the app's own pure-Python
 # dependencies may come as wheels in .whl/): OUT=/some/dir bash benchmarks/device/session.sh
@@ -38,15 +39,15 @@ $PY -m vramdesk estimate Qwen/Qwen2.5-1.5B --mode finetune --method full --micro
     --grad-checkpointing --gpu "H200" --json >"$OUT/estimate.json" 2>&1 || head -c 600 "$OUT/estimate.json"
 
 # what loading a checkpoint leaves in the cache (a bf16 Qwen2.5-1.5B written with random weights, loaded four ways)
-$PY benchmarks/device/measure_loading.py --timeout 90 --out "$OUT/loading.jsonl" \
+$PY benchmarks/device/measure_loading.py --timeout 60 --out "$OUT/loading.jsonl" \
     benchmarks/data/configs/Qwen__Qwen2.5-1.5B.json
 
 # transformers generate of catalog models, as many as the budget allows
-$PY benchmarks/device/measure_inference.py --timeout 120 --budget "${BUDGET_INFERENCE_S:-100}" --out "$OUT/inference.jsonl"
+$PY benchmarks/device/measure_inference.py --timeout 90 --budget "${BUDGET_INFERENCE_S:-100}" --out "$OUT/inference.jsonl"
 
 # every committed trace without a GPU result in benchmarks/data/device/ yet, as many as the budget allows; then a
 # few with expandable segments. Append the results to benchmarks/data/device/ afterwards (a new file per session).
-$PY benchmarks/device/measure_steps.py --timeout 150 --unmeasured --budget "${BUDGET_S:-200}" --out "$OUT/steps.jsonl"
-$PY benchmarks/device/measure_steps.py --timeout 150 --expandable --unmeasured --budget "${BUDGET_EXPANDABLE_S:-45}" \
+$PY benchmarks/device/measure_steps.py --timeout 90 --unmeasured --budget "${BUDGET_S:-200}" --out "$OUT/steps.jsonl"
+$PY benchmarks/device/measure_steps.py --timeout 90 --expandable --unmeasured --budget "${BUDGET_EXPANDABLE_S:-45}" \
     --out "$OUT/steps-expandable.jsonl"
 echo "session done"
