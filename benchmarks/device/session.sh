@@ -43,7 +43,8 @@ $PY benchmarks/device/measure_loading.py --timeout 60 --out "$OUT/loading.jsonl"
     benchmarks/data/configs/Qwen__Qwen2.5-1.5B.json
 
 # transformers generate of catalog models, as many as the budget allows
-$PY benchmarks/device/measure_inference.py --timeout 90 --budget "${BUDGET_INFERENCE_S:-100}" --out "$OUT/inference.jsonl"
+$PY benchmarks/device/measure_inference.py --timeout 90 --budget "${BUDGET_INFERENCE_S:-100}" \
+    --out "$OUT/inference.jsonl"
 
 # every committed trace without a GPU result in benchmarks/data/device/ yet, as many as the budget allows; then a
 # few with expandable segments. Append the results to benchmarks/data/device/ afterwards (a new file per session).
