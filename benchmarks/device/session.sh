@@ -21,8 +21,9 @@ OUT=${OUT:?set OUT to a folder for the results}
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 if ls .whl/*.whl >/dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        && export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+    SITE=$(mktemp -d)
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+        && export PYTHONPATH=$SITE:${PYTHONPATH:-}
 fi
 export PYTHONPATH=$PWD:${PYTHONPATH:-}
 
