@@ -14,7 +14,6 @@ The calibration set is for checking: nothing in the estimator is fitted to these
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import statistics
@@ -572,14 +571,11 @@ def run_heldout_fms(catalog: Catalog | None = None) -> FmsResult:
 
 
 def _replay_report() -> Any:
-    """benchmarks/allocator/replay_report.py (it maps a trace's settings to a scenario)."""
-    spec = importlib.util.spec_from_file_location("replay_report", HERE / "allocator" / "replay_report.py")
-    if spec is None or spec.loader is None:
-        raise ImportError("benchmarks/allocator/replay_report.py not found")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["replay_report"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    """benchmarks/allocator/replay_report.py (it maps a trace's settings to a scenario), a sibling script."""
+    sys.path.insert(0, str(HERE / "allocator"))
+    import replay_report
+
+    return replay_report
 
 
 #: measured level in a measure_steps.py result -> the estimate's figure for it
@@ -729,7 +725,7 @@ def shipped_summary(heldout: list[Row], held_ft: list[Row], held_fms: list[Row],
             "p90": round(100 * _pct(errors, 0.9), 1),
         }
 
-    own_runs = "our own runs of traced training steps on an H200"
+    own_runs = "our own runs of traced training steps on a lent GPU"
     finetune: dict[str, list[dict[str, Any]]] = {"allocated": [], "reserved": [], "device": []}
     if held_fms:
         finetune["allocated"].append(entry("held-out fms-acceleration runs (A100, 1 and 2 GPUs)", held_fms))
@@ -859,8 +855,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))
     regressions = []
-    sections = ("by_source", "by_weights", "heldout", "training", "heldout_finetune", "heldout_finetune_fms")
-    for section in (*sections, "device_runs"):
+    sections = (
+        "by_source",
+        "by_weights",
+        "heldout",
+        "training",
+        "heldout_finetune",
+        "heldout_finetune_fms",
+        "device_runs",
+    )
+    for section in sections:
         for group, old in baseline.get(section, {}).items():
             new = current[section].get(group)
             if new is None:

@@ -333,7 +333,7 @@ def test_each_level_says_how_well_it_matched_measured_runs(qtbot) -> None:
     assert tip.startswith("What torch.cuda.max_memory_allocated() reports")
     for s in allocated:
         assert s.name in tip and f"median {s.median:.1f} %" in tip and f"({s.runs} comparisons)" in tip
-    assert "H200" in w.stat_reserved.toolTip()
+    assert "traced training steps on a lent GPU" in w.stat_reserved.toolTip()
     vllm = Scenario.model_validate(
         {
             "model": {"id": MODEL},

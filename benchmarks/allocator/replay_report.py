@@ -194,8 +194,7 @@ def compare_device(sim: Any, path: Path) -> int:
         f"{'NVML':>6} {'est':>6} {'ctx MiB':>7}"
     )
     print(head + "\n" + "-" * len(head))
-    errors: dict[str, list[float]] = {"simulated allocated": [], "simulated reserved": []}
-    errors.update({"estimated allocated": [], "estimated reserved": [], "estimated nvidia-smi": []})
+    errors: dict[str, list[float]] = {}
     for res in read_device_runs(path):
         name = str(res["trace"])
         if "error" in res:
@@ -215,7 +214,7 @@ def compare_device(sim: Any, path: Path) -> int:
             "estimated nvidia-smi": (est.device_bytes, nvml),
         }
         for key, (mine, theirs) in pairs.items():
-            errors[key].append(mine / theirs - 1)
+            errors.setdefault(key, []).append(mine / theirs - 1)
         label = name + (" (exp.)" if expandable else "")
         print(
             f"{label[:40]:40} {gpu_a / GIB:6.2f} {_pct_s(replay.peak_allocated, gpu_a)} "
