@@ -13,7 +13,8 @@ import pytest
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import GIB
 from vramdesk.core.result import Estimate
-from vramdesk.core.scenario import Scenario
+from vramdesk.core.scenario import FinetuneWorkload, Parallelism, Scenario
+from vramdesk.core.training import training_phases
 from vramdesk.services.catalog import default_catalog
 
 QWEN, TINY, LLAMA = "Qwen/Qwen2.5-0.5B", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "meta-llama/Llama-3.1-8B"
@@ -214,6 +215,37 @@ def test_pipeline_stages_hold_embedding_head_and_in_flight_micro_batches() -> No
     assert part(first, "activations") == 4 * part(last, "activations")
     assert part(last, "loss head") > 0 and part(first, "loss head") == 0
     assert est.fit is None or est.fit.required_bytes == max(g.device_bytes for g in est.per_gpu)
+
+
+def _all(est: Estimate, name: str) -> list[int]:
+    return [c.bytes for p in est.phases for c in p.components if c.name == name]
+
+
+@pytest.mark.parametrize("parallel", [{"zero": 2}, {"zero": 3}, {"fsdp": True}])
+def test_sharded_mixed_precision_runs_no_autocast_over_fp32_weights(parallel: dict[str, Any]) -> None:
+    # DeepSpeed casts the module to 16 bits and FSDP's mixed precision gathers 16-bit parameters: there are no
+    # fp32 weights for autocast to copy, and the residual stream is 16-bit; the activations are those of a
+    # pure bf16 run (this once added 13 GiB of "autocast weight cache" to an 8-GPU Llama-3.1-8B plan)
+    amp = train(LLAMA, method="full", precision="amp-bf16", parallel=parallel, gpus=8, grad_checkpointing=True)
+    pure = train(LLAMA, method="full", precision="bf16", parallel=parallel, gpus=8, grad_checkpointing=True)
+    assert _all(amp, "autocast weight cache") == []
+    assert _all(amp, "activations") == _all(pure, "activations")
+    # one GPU, no sharding: autocast does copy the fp32 weights (traced, see TRACE)
+    plain = train(LLAMA, method="full", precision="amp-bf16", grad_checkpointing=True)
+    assert max(_all(plain, "autocast weight cache")) > 10 * GIB
+
+
+def test_pipeline_stages_cache_autocast_copies_of_their_own_weights_only() -> None:
+    whole = train(LLAMA, method="full", precision="amp-bf16", grad_checkpointing=True)
+    run = training_phases(
+        default_catalog().facts(LLAMA),
+        FinetuneWorkload(kind="finetune", method="full", precision="amp-bf16", grad_checkpointing=True, seq_len=1024),
+        Parallelism(pp=2),
+        gpu_count=2,
+    )
+    cache = [sum(c.bytes for p in st for c in p.components if c.name == "autocast weight cache") for st in run.stages]
+    assert sum(cache) == pytest.approx(max(_all(whole, "autocast weight cache")), rel=0.02)
+    assert all(0.4 < c / sum(cache) < 0.6 for c in cache)
 
 
 def test_nodes_multiply_the_data_parallel_shards() -> None:

@@ -216,6 +216,9 @@ def pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batch
             for c in phase.components:
                 if c.category in ("weights", "gradients", "optimizer") and c.name != "gathered layer parameters":
                     comps.append(c.model_copy(update={"bytes": round(c.bytes * share * pp)}))
+                elif c.name == "autocast weight cache":
+                    # autocast caches 16-bit copies of the stage's own weights (the component counts all of them)
+                    comps.append(c.model_copy(update={"bytes": round(c.bytes * share)}))
                 elif c.name == "activations":
                     value = round(c.bytes * in_flight / pp)
                     comps.append(
@@ -227,7 +230,7 @@ def pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batch
                             }
                         )
                     )
-                elif c.category == "logits":
+                elif c.category == "logits" or c.name == "lm_head 16-bit copy":
                     if s == pp - 1:
                         comps.append(c)
                 else:

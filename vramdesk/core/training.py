@@ -529,7 +529,10 @@ def what_trains(
     gather_fmt: WeightFormat | None = None
     frozen_kept: dict[int, int] = {}
     base_kind = "float"
-    residual_b = 4 if (prec.amp or work.precision == "fp32") and not deepspeed else 2
+    # DeepSpeed casts the module to 16 bits; FSDP's mixed precision gathers 16-bit parameters for the forward:
+    # either way the embedding's output, and so the residual stream, is 16-bit (autocast over fp32 weights only
+    # without them)
+    residual_b = 4 if work.precision == "fp32" or (prec.amp and not (deepspeed or par.fsdp)) else 2
     if lora:
         try:
             chosen = lora_targets(facts, work.lora_targets)
@@ -742,7 +745,7 @@ def training_phases(
     acts = activations(
         arch,
         work,
-        prec,
+        precision("bf16") if prec.amp and (deepspeed or par.fsdp) else prec,
         tr.lora_fp32_inputs,
         tr.act_lin,
         chosen,
