@@ -248,6 +248,43 @@ def test_pipeline_stages_cache_autocast_copies_of_their_own_weights_only() -> No
     assert all(0.4 < c / sum(cache) < 0.6 for c in cache)
 
 
+def test_deepspeed_wraps_other_optimizers_around_its_fp32_partition() -> None:
+    # HF Trainer hands DeepSpeed its own optimizer; DeepSpeed keeps the 16-bit module, the fp32 master and
+    # gradient partitions, and the optimizer's states replace Adam's two moments (SGD once counted fp32 weights
+    # whole on every GPU and came out above AdamW)
+    p, n = 8_030_261_248, 8
+
+    def states(opt: str, zero: int) -> int:
+        est = train(LLAMA, method="full", precision="amp-bf16", optimizer=opt, parallel={"zero": zero}, gpus=n)
+        return max(_all(est, "optimizer states"))
+
+    assert states("sgd", 1) == pytest.approx((8 + 4) * p / n, rel=1e-6)
+    assert states("adamw-8bit", 2) == pytest.approx((8 + 2) * p / n, rel=1e-3)
+    assert states("sgd", 3) == pytest.approx((4 + 4) * p / n, rel=1e-6)
+    for zero in (1, 2, 3):
+        assert states("sgd", zero) < states("adamw", zero)
+        sgd = train(LLAMA, method="full", precision="amp-bf16", optimizer="sgd", parallel={"zero": zero}, gpus=n)
+        assert max(_all(sgd, "weights")) == pytest.approx(2 * p / (n if zero == 3 else 1), rel=1e-6)
+
+
+def test_fsdp_mixed_precision_runs_fp32_adapters_in_16_bits() -> None:
+    # accelerate gives FSDP a mixed-precision policy under AMP, which casts the adapters' units too: no fp32 copies
+    # of their inputs; without it (pure bf16 weights, fp32 adapters: the fms-acceleration runs) the copies stay
+    def acts(precision: str, adapter_dtype: str) -> int:
+        est = train(
+            LLAMA,
+            method="lora",
+            precision=precision,
+            adapter_dtype=adapter_dtype,
+            parallel={"fsdp": True, "fsdp_version": 2},
+            gpus=2,
+            grad_checkpointing=False,
+        )
+        return max(_all(est, "activations"))
+
+    assert acts("amp-bf16", "fp32") == acts("bf16", "base") < acts("bf16", "fp32")
+
+
 def test_nodes_multiply_the_data_parallel_shards() -> None:
     one_node = train(LLAMA, method="full", precision="bf16", parallel={"zero": 3}, gpus=8)
     s = Scenario.model_validate(

@@ -99,13 +99,34 @@ DEEPSPEED_FLAT_TEXT = (
 )
 
 
-def deepspeed_states(params: int, zero: int) -> ModelStates:
+def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] | None = None) -> ModelStates:
     """DeepSpeed's mixed precision (fp16 and bf16 alike) for a full fine-tune with Adam: 16-bit working parameters
     and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition, split as DeepSpeed's own
     estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-1/2 keep 2 B of parameters and 2 B of
     gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B. The step's temporary is ZeRO-1/2's
-    flattened copy of the 16-bit gradient partition, made just before its fp32 upcast (see DEEPSPEED_FLAT_TEXT)."""
+    flattened copy of the 16-bit gradient partition, made just before its fp32 upcast (see DEEPSPEED_FLAT_TEXT).
+
+    ``client``: an optimizer other than Adam, which DeepSpeed wraps (HF Trainer passes its own): its state and
+    step-temporary bytes for ``params`` fp32 parameters (and their explanations). DeepSpeed still keeps the 16-bit
+    module, the fp32 master partition and (ZeRO-1/2) the fp32 gradient partition; the client's states replace
+    Adam's two moments, and its step runs after the flattened copy is freed."""
     three = zero == 3
+    if client is not None:
+        opt_states, opt_temp, opt_text, temp_text = client
+        return ModelStates(
+            weights=2 * params,
+            grads=(4 if three else 2) * params,
+            states=(4 if three else 8) * params + opt_states,
+            temp=opt_temp if three else max(2 * params, opt_temp),
+            weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
+            states_text=(
+                f"DeepSpeed ZeRO-{zero}: fp32 master (4 B/param"
+                + ("" if three else ") and fp32 gradient partition (4 B/param")
+                + f") + {opt_text} on the fp32 partition, sharded"
+            ),
+            temp_text=temp_text if three else f"{temp_text}; or {DEEPSPEED_FLAT_TEXT}, whichever is larger",
+            grads_sharded=three,
+        )
     return ModelStates(
         weights=2 * params,
         grads=(4 if three else 2) * params,

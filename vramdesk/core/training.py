@@ -601,6 +601,10 @@ def what_trains(
                 if t.layer is not None and t.role in LINEAR_ROLES and len(t.shape) >= 2:
                     frozen_kept[t.layer] = frozen_kept.get(t.layer, 0) + 2 * t.numel
             lora_fp32_inputs = False
+        if amp_fp32 and par.fsdp:
+            # FSDP's mixed precision (what accelerate sets for AMP) casts every unit, the adapters' too, to 16 bits
+            # for the forward: the adapters see their inputs as they are
+            lora_fp32_inputs = False
         fsdp1 = par.fsdp and par.fsdp_version == 1
         frozen_rule = work.precision in ("bf16", "fp16") or (amp_fp32 and not quantised)
         if (not quantised or fmt.kind == "gptq") and frozen_rule and not fsdp1:
@@ -767,8 +771,13 @@ def training_phases(
     # --- sharding and offload (per GPU)
     sh = shards(par, gpu_count, gpus_per_node)
     tp, pp = sh.tp, sh.pp
-    if par.zero and not lora and work.precision != "fp32" and work.optimizer in ("adamw", "adamw-fused"):
-        ds = deepspeed_states(all_params, par.zero)
+    if par.zero and not lora and work.precision != "fp32":
+        client = (
+            None
+            if work.optimizer in ("adamw", "adamw-fused")
+            else optimizer_bytes(work.optimizer, all_params, 4, tr.opt_largest, tr.matrices)
+        )
+        ds = deepspeed_states(all_params, par.zero, client)
         model = replace(ds, weights=ds.weights + vision_frozen)
     else:
         model = ModelStates(
@@ -912,10 +921,12 @@ def training_phases(
             )
             fresh_end = fresh
     tied = not any(t.role == "lm_head" for t in text_tensors)
-    if work.method == "full" and tied and not (par.zero or par.fsdp) and not held:
+    if work.method == "full" and tied and not (par.zero or par.fsdp):
         # a tied embedding gets two gradients: the lm_head's at the loss head, stored, and the embedding's at the
         # very end of backward, computed in a fresh tensor and summed out of place into a third (traced:
-        # Qwen2.5-1.5B under AMP, 2 x 0.87 GiB of fp32 over weights + states + gradients)
+        # Qwen2.5-1.5B under AMP, 2 x 0.87 GiB of fp32 over weights + states + gradients). With gradient
+        # accumulation the sum is then added to the stored .grad in place: the same two over the held gradients
+        # (autograd buffers a node's inputs until all have arrived, whether or not .grad exists)
         embed = next((t for t in text_tensors if t.role == "embedding"), None)
         if embed is not None:
             fresh_end += (
