@@ -257,6 +257,9 @@ FINETUNE += [
     S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 2, "offload": "optimizer"}, kind="finetune", method="full"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 3, "offload": "params"}, kind="finetune", method="full"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"zero": 1}, kind="finetune", method="full"),
+    # DeepSpeed around another optimizer (its states on the fp32 partition; the larger of two step temporaries)
+    S(L8, "A100 80GB SXM", gpus=8, parallel={"zero": 2}, kind="finetune", method="full", optimizer="sgd"),
+    S(L8, "A100 80GB SXM", gpus=8, parallel={"zero": 3}, kind="finetune", method="full", optimizer="adamw-8bit"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True}, kind="finetune", method="full"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True, "offload": "params"}, kind="finetune", method="lora"),
     S(L70, "A100 80GB SXM", gpus=8, parallel={"fsdp": True, "fsdp_version": 2}, kind="finetune", method="lora"),

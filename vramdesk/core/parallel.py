@@ -124,7 +124,12 @@ def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] |
                 + ("" if three else ") and fp32 gradient partition (4 B/param")
                 + f") + {opt_text} on the fp32 partition, sharded"
             ),
-            temp_text=temp_text if three else f"{temp_text}; or {DEEPSPEED_FLAT_TEXT}, whichever is larger",
+            temp_text=(
+                temp_text
+                if three
+                else f"the larger of {temp_text} and DeepSpeed's flattened 16-bit gradient partition (2 B/param), "
+                "freed before the optimizer runs"
+            ),
             grads_sharded=three,
         )
     return ModelStates(
