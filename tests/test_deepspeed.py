@@ -31,7 +31,23 @@ def test_zero3_offload_config() -> None:
     plan = parse_deepspeed(ZERO3_OFFLOAD)
     assert plan.options["zero"] == 3 and plan.options["offload"] == "params"
     assert plan.options["micro_batch"] == 4 and "grad_accum" not in plan.options  # "auto" keeps the scenario's
+    assert "precision" not in plan.options  # bf16 "auto" too (it once read as fp32)
     assert plan.buckets["stage3_prefetch_bucket_size"] == 50_000_000
+
+
+@pytest.mark.parametrize(
+    ("sections", "precision"),
+    [
+        ({"bf16": {"enabled": True}}, "amp-bf16"),
+        ({"fp16": {"enabled": True}, "bf16": {"enabled": False}}, "amp-fp16"),
+        ({"fp16": {"enabled": False}}, "fp32"),
+        ({"fp16": {"enabled": False}, "bf16": {"enabled": "auto"}}, None),
+        ({"bf16": {"enabled": "auto"}}, None),
+        ({}, None),
+    ],
+)
+def test_precision_sections(sections: dict[str, object], precision: str | None) -> None:
+    assert parse_deepspeed(sections).options.get("precision") == precision
 
 
 def test_precision_and_optimizer() -> None:

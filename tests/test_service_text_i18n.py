@@ -34,6 +34,13 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.services import nvml as nv
 from vramdesk.services.cache import AnswerCache
 from vramdesk.services.catalog import default_catalog
+from vramdesk.services.deepspeed import (
+    DeepSpeedConfigError,
+    apply_deepspeed,
+    describe_plan,
+    parse_deepspeed,
+    read_deepspeed,
+)
 from vramdesk.services.hub import HubClient, HubError, HubModel, run_with_deadline
 from vramdesk.services.local import LocalModelError
 from vramdesk.services.resolve import ResolveError, resolve_model
@@ -76,6 +83,7 @@ WHITELIST = CORE_WHITELIST | {
     "Errno",
     "architectures",  # a config.json key, quoted
     "gguf",  # the file extension
+    "NVMe",
     "mode",  # a schema-0 field and its values, quoted
     "inference",
     "finetune",
@@ -345,6 +353,55 @@ def storage_texts(t: Texts, tmp_path: Path) -> None:
     assert read_autosave(auto) is None and (tmp_path / "corrupted").is_dir()
 
 
+def deepspeed_texts(t: Texts, tmp_path: Path) -> None:
+    """What File > Apply DeepSpeed config… can show: the plan's summary and notes, and every refusal."""
+    keep = {str(tmp_path)}
+    full = {
+        "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}, "offload_param": {"device": "cpu"}},
+        "fp16": {"enabled": True},
+        "optimizer": {"type": "Lion"},
+        "train_micro_batch_size_per_gpu": 2,
+        "gradient_accumulation_steps": 8,
+        "activation_checkpointing": {"partition_activations": True},
+    }
+    for config in (full, {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, {}):
+        plan = parse_deepspeed(config)
+        t.add("deepspeed", describe_plan(plan))
+        for note in plan.notes:
+            t.add("deepspeed", note)
+    # (config, what must come through as written: the user's own key or value, the values a field takes)
+    names = {"adafactor", "adam", "adamw", "cpuadam", "deepspeedcpuadam", "fusedadam", "lion", "sgd"}
+    bad: list[tuple[object, set[str]]] = [
+        ([1], set()),
+        ({"zero_optimisation": {}}, {"zero_optimisation"}),
+        ({"zero_optimization": []}, set()),
+        ({"zero_optimization": {"stag": 2}}, {"stag"}),
+        ({"zero_optimization": {"stage": 5}}, set()),
+        ({"zero_optimization": {"stage": "2"}}, {"'2'"}),
+        ({"zero_optimization": {"offload_optimizer": 3}}, set()),
+        ({"zero_optimization": {"offload_optimizer": {"device": "disk"}}}, {"'disk'", "none", "cpu", "nvme"}),
+        ({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}, set()),
+        ({"bf16": {"enabled": "yes"}}, {"'yes'", "true", "false"}),
+        ({"optimizer": {"type": "Muon"}}, {"'Muon'"} | names),
+    ]
+    for config, quoted in bad:
+        t.error("deepspeed", quoted, lambda c=config: parse_deepspeed(c), DeepSpeedConfigError)
+    (tmp_path / "bad.json").write_text("{oops")
+    (tmp_path / "big.json").write_text(" " * 2_000_000)
+    for name in ("bad.json", "big.json", "absent.json"):
+        t.error("deepspeed", keep, lambda n=name: read_deepspeed(tmp_path / n), DeepSpeedConfigError)
+    fsdp = Scenario.model_validate(
+        {
+            "model": {"id": "x/y"},
+            "hardware": {"gpu_count": 8},
+            "parallelism": {"fsdp": True},
+            "workload": {"kind": "finetune"},
+        }
+    )
+    too_big = parse_deepspeed({"zero_optimization": {"stage": 2, "reduce_bucket_size": 10**15}})
+    t.error("deepspeed", set(), lambda: apply_deepspeed(fsdp, too_big), DeepSpeedConfigError)
+
+
 @pytest.fixture(scope="module")
 def texts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[str, str, set[str]]]]:
     t = Texts()
@@ -355,6 +412,7 @@ def texts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[str, 
             hub_texts(t, hub, tmp)
     local_texts(t, tmp_path_factory.mktemp("local"))
     storage_texts(t, tmp_path_factory.mktemp("storage"))
+    deepspeed_texts(t, tmp_path_factory.mktemp("deepspeed"))
     for r in local_results("", limit=200):
         if r.detail:
             t.add("browser", r.detail)
@@ -365,6 +423,7 @@ def test_the_sweep_covers_every_kind_of_service_text(texts) -> None:
     kinds = Counter(k for k, _, _ in texts)
     assert kinds["nvml"] >= 8 and kinds["hub"] >= 25 and kinds["note"] >= 2 and kinds["resolve"] >= 8
     assert kinds["local"] >= 18 and kinds["library"] >= 15 and kinds["facts"] >= 6 and kinds["browser"] >= 5
+    assert kinds["deepspeed"] >= 18
 
 
 def test_every_service_text_the_window_shows_is_translated(texts) -> None:

@@ -170,6 +170,8 @@ def test_bad_combinations_are_named() -> None:
         train(LLAMA, method="full", parallel={"zero": 2, "pp": 2}, gpus=2)
     with pytest.raises(EstimateError, match="KV heads"):
         train(LLAMA, method="full", parallel={"tp": 3}, gpus=3)
+    with pytest.raises(EstimateError, match="FSDP and DeepSpeed ZeRO-2"):
+        train(LLAMA, method="full", parallel={"zero": 2, "fsdp": True}, gpus=2)
 
 
 def test_levels_for_training() -> None:

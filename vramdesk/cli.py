@@ -35,7 +35,7 @@ from vramdesk.core.scenario import (
 )
 from vramdesk.report.json_report import estimate_to_dict
 from vramdesk.report.tables import ReportData, level_labels
-from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed
+from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
 
@@ -360,21 +360,30 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
 def scenario_from(model: str, opts: dict[str, Any]) -> Scenario:
     opts = dict(opts)
     ds_path = opts.pop("deepspeed", None)
-    if ds_path:
-        # the DeepSpeed file sets ZeRO, offload, precision, micro-batch...; options given explicitly still win
-        opts = {**read_deepspeed(Path(str(ds_path))).options, **opts}
     if model.endswith(".json") and Path(model).is_file() and is_scenario_file(Path(model)):
         base = load_scenario(Path(model)).model_dump(mode="json")
     else:
         base = {"model": {"id": model}}
-    data = _apply(base, opts)
+    if ds_path:
+        # the DeepSpeed file sets ZeRO, offload, precision, micro-batch...; options given explicitly still win
+        if opts.get("mode") == "inference":
+            raise CliError("--deepspeed describes a training job: it does not go with --mode inference")
+        plan = read_deepspeed(Path(str(ds_path)))
+        for note in plan.notes:
+            print(f"vramdesk: note: {ds_path}: {note}", file=sys.stderr)
+        base = apply_deepspeed(_validated(base), plan).model_dump(mode="json")
+    return _validated(_apply(base, opts))
+
+
+def _validated(data: dict[str, Any]) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
         msgs = []
         for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"] if not isinstance(x, int) or True)
-            msgs.append(f"{loc}: {e['msg']}")
+            loc = ".".join(str(x) for x in e["loc"])
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            msgs.append(f"{loc}: {msg}" if loc else msg)
         raise CliError("invalid scenario: " + "; ".join(msgs)) from err
 
 

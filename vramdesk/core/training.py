@@ -1039,6 +1039,12 @@ def training_phases(
         raise TrainingError(
             f"tensor parallel {tp} does not divide the {arch.layers[0].n_kv_heads} KV heads of {facts.model_id}"
         )
+    if par.fsdp and par.zero:
+        # (refused here, not by the scenario: a plan saved with both still opens, and says what to change)
+        raise TrainingError(
+            f"FSDP and DeepSpeed ZeRO-{par.zero} both shard the model and cannot run together; choose one "
+            "(--fsdp or --zero)"
+        )
     if pp > 1 and (par.zero >= 2):
         raise TrainingError(
             f"ZeRO-{par.zero} shards gradients across data-parallel ranks, which DeepSpeed does not "

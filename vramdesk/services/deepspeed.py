@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from vramdesk.core.scenario import Scenario
+
 MAX_BYTES = 1024 * 1024
 
 
@@ -132,14 +136,15 @@ def _int(v: object, where: str) -> int | None:
     return int(v)
 
 
-def _enabled(section: object, where: str) -> bool:
+def _enabled(section: object, where: str) -> bool | None:
+    """True / False as the section says; None for "auto" (the HF integration decides) or no section."""
     if section is None:
-        return False
+        return None
     if not isinstance(section, Mapping):
         raise DeepSpeedConfigError(f"'{where}' must be an object")
     v = section.get("enabled", False)
     if _is_auto(v):
-        return False
+        return None
     if not isinstance(v, bool):
         raise DeepSpeedConfigError(f"'{where}.enabled' must be true, false or \"auto\", got {v!r}")
     return v
@@ -153,7 +158,8 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
         raise DeepSpeedConfigError(f"unknown key(s): {', '.join(unknown)}")
     opts: dict[str, Any] = {"mode": "finetune"}
     notes: list[str] = []
-    zero = data.get("zero_optimization") or {}
+    zero = data.get("zero_optimization")
+    zero = {} if zero is None else zero
     if not isinstance(zero, Mapping):
         raise DeepSpeedConfigError("'zero_optimization' must be an object")
     bad = sorted(set(zero) - _ZERO_KEYS)
@@ -196,11 +202,14 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     overlap = zero.get("overlap_comm")
     if isinstance(overlap, bool):
         opts["zero_overlap_comm"] = overlap
-    if _enabled(data.get("bf16"), "bf16"):
+    # precision: a section enabled wins; "auto" (HF fills it in from its own --bf16 / --fp16) keeps the plan's;
+    # only sections that are there and all explicitly off mean fp32
+    half = {name: _enabled(data.get(name), name) for name in ("bf16", "fp16") if data.get(name) is not None}
+    if half.get("bf16"):
         opts["precision"] = "amp-bf16"
-    elif _enabled(data.get("fp16"), "fp16"):
+    elif half.get("fp16"):
         opts["precision"] = "amp-fp16"
-    elif "bf16" in data or "fp16" in data:
+    elif half and all(v is False for v in half.values()):
         opts["precision"] = "fp32"
     mb = _int(data.get("train_micro_batch_size_per_gpu"), "train_micro_batch_size_per_gpu")
     if mb:
@@ -223,6 +232,65 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
         notes.append("DeepSpeed activation checkpointing options are planned as plain gradient checkpointing")
         opts["grad_checkpointing"] = True
     return DeepSpeedPlan(options=opts, buckets=buckets, notes=tuple(notes))
+
+
+#: the plan's options by the scenario section they belong to
+_WORKLOAD_OPTIONS = ("precision", "micro_batch", "grad_accum", "optimizer", "grad_checkpointing")
+_PARALLEL_OPTIONS = ("zero", "offload", "zero_bucket", "zero_overlap_comm")
+
+
+#: the file's key for each scenario field it sets (to name it when the plan refuses the value)
+_FILE_KEYS = {
+    "micro_batch": "train_micro_batch_size_per_gpu",
+    "grad_accum": "gradient_accumulation_steps",
+    "zero_bucket": "zero_optimization.reduce_bucket_size",
+    "zero": "zero_optimization.stage",
+}
+
+
+def apply_deepspeed(scenario: Scenario, plan: DeepSpeedPlan) -> Scenario:
+    """``scenario`` planned with the file: its ZeRO stage (FSDP off), offload, buckets, precision, micro-batch,
+    accumulation, optimizer and checkpointing; the rest (model, GPUs, method, lengths) stays. A DeepSpeed file
+    describes training, so an inference scenario becomes a fine-tuning one with the defaults for what the file
+    leaves out."""
+    data = scenario.model_dump(mode="json")
+    work = data["workload"] if data["workload"].get("kind") == "finetune" else {"kind": "finetune"}
+    par = dict(data.get("parallelism") or {})
+    for key in _WORKLOAD_OPTIONS:
+        if key in plan.options:
+            work[key] = plan.options[key]
+    for key in _PARALLEL_OPTIONS:
+        if key in plan.options:
+            par[key] = plan.options[key]
+    if plan.options.get("zero"):
+        par["fsdp"] = False  # the job shards with DeepSpeed, not torch FSDP (the two cannot run together)
+    data["workload"], data["parallelism"] = work, par
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            field_name = str(e["loc"][-1]) if e["loc"] else ""
+            where = _FILE_KEYS.get(field_name, field_name)
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            problems.append(f"'{where}': {msg}" if where else msg)
+        raise DeepSpeedConfigError(f"the file's settings do not fit this plan: {'; '.join(problems)}") from err
+
+
+def describe_plan(plan: DeepSpeedPlan) -> str:
+    """What the file set, in the words of the form (for a status line)."""
+    o = plan.options
+    parts = [f"ZeRO-{o['zero']}" if "zero" in o else "no ZeRO stage"]
+    offload = {"optimizer": "optimizer offload", "params": "parameter and optimizer offload"}
+    if o.get("offload", "none") in offload:
+        parts.append(offload[o["offload"]])
+    labels = (("precision", "{}"), ("optimizer", "optimizer {}"), ("micro_batch", "micro-batch {}"))
+    parts += [fmt.format(o[key]) for key, fmt in labels if key in o]
+    if "grad_accum" in o:
+        parts.append(f"gradient accumulation {o['grad_accum']}")
+    if "zero_bucket" in o:
+        parts.append(f"reduce_bucket_size {o['zero_bucket']:,}")
+    return ", ".join(parts)
 
 
 def read_deepspeed(path: Path) -> DeepSpeedPlan:

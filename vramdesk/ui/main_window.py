@@ -47,6 +47,7 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
 from vramdesk.services.accuracy import MeasuredSet, measured_accuracy
 from vramdesk.services.catalog import Catalog, default_catalog
+from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, describe_plan, read_deepspeed
 from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.services.search import HubAnswer, SearchResult, hub_results, local_results
@@ -459,9 +460,13 @@ class MainWindow(QMainWindow):
         self.action_export_scenario = self._action(
             tr("Save scenario &file…"), QKeySequence(), self.save_scenario_dialog
         )
+        self.action_deepspeed = self._action(
+            tr("Apply &DeepSpeed config…"), QKeySequence(), self.apply_deepspeed_dialog
+        )
         self.action_library = self._action(tr("&Library…"), QKeySequence("Ctrl+L"), self.open_library)
         self.action_compare = self._action(tr("&Compare…"), QKeySequence("Ctrl+K"), self.open_compare)
         file_menu.addAction(self.action_open)
+        file_menu.addAction(self.action_deepspeed)
         file_menu.addAction(self.action_save)
         file_menu.addAction(self.action_save_as)
         file_menu.addAction(self.action_export_scenario)
@@ -1026,6 +1031,35 @@ class MainWindow(QMainWindow):
         if entry.note:
             self._notice = f"{path}: {entry.note}"
         self.set_scenario(entry.scenario)
+        return True
+
+    def apply_deepspeed_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, tr("Apply DeepSpeed config"), "", tr("DeepSpeed config (*.json);;All files (*)")
+        )
+        if path:
+            self.apply_deepspeed_file(Path(path))
+
+    def apply_deepspeed_file(self, path: Path) -> bool:
+        """Plan with the DeepSpeed JSON config the job will launch with: its ZeRO stage, offload, buckets,
+        precision, micro-batch, accumulation and optimizer go into the form (as a fine-tuning plan); the model,
+        GPUs, method and lengths stay. A file that cannot be used is named in a message and nothing changes."""
+        base = self._current_for_saving()
+        if base is None:
+            return False
+        try:
+            plan = read_deepspeed(Path(path))
+            scenario = apply_deepspeed(base, plan)
+        except DeepSpeedConfigError as err:
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            return False
+        # what the file says about itself (NVMe offload planned as host offload...) stays beside the estimate
+        self._notice = "; ".join(f"{Path(path).name}: {note}" for note in plan.notes) or None
+        self.set_scenario(scenario)
+        self.statusBar().showMessage(
+            tr("Planned with {name}: {settings}").format(name=Path(path).name, settings=localize(describe_plan(plan))),
+            8000,
+        )
         return True
 
     # ------------------------------------------------------------------ library, compare, export

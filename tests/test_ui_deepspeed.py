@@ -1,0 +1,128 @@
+"""Planning with a DeepSpeed config in the window (File > Apply DeepSpeed config…) and on the command line: the
+file's settings reach the form and the estimate is the core's own for them; a file that cannot be used is named
+with its key and changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from uiwindow import make_window, scenario_for
+
+from vramdesk.cli import main
+from vramdesk.core.estimate import estimate
+from vramdesk.core.scenario import Scenario
+from vramdesk.services.catalog import default_catalog
+from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, describe_plan, parse_deepspeed
+from vramdesk.ui import main_window
+
+MODEL = "meta-llama/Llama-3.1-8B"
+ZERO3 = {
+    "train_micro_batch_size_per_gpu": 2,
+    "gradient_accumulation_steps": 4,
+    "bf16": {"enabled": True},
+    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme"}, "reduce_bucket_size": 200_000_000},
+}
+
+
+def _write(tmp_path: Path, config: object, name: str = "ds_config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def test_the_file_sets_what_it_says_and_keeps_the_rest() -> None:
+    base = Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": 8},
+            "workload": {"kind": "finetune", "method": "full", "seq_len": 4096, "optimizer": "sgd"},
+        }
+    )
+    plan = parse_deepspeed(ZERO3)
+    planned = apply_deepspeed(base, plan)
+    assert planned.model == base.model and planned.hardware == base.hardware
+    w = planned.workload
+    assert (w.kind, w.method, w.seq_len) == ("finetune", "full", 4096)
+    assert (w.micro_batch, w.grad_accum, w.precision, w.optimizer) == (2, 4, "amp-bf16", "sgd")
+    p = planned.parallelism
+    assert (p.zero, p.offload, p.zero_bucket) == (3, "optimizer", 200_000_000)
+    assert describe_plan(plan).startswith("ZeRO-3, optimizer offload, amp-bf16")
+    # an inference plan becomes a fine-tuning one (a DeepSpeed file describes training)
+    inference = Scenario.model_validate({"model": {"id": MODEL}, "hardware": {"gpu_count": 8}})
+    assert apply_deepspeed(inference, plan).workload.kind == "finetune"
+
+
+def test_applying_a_file_fills_the_form_and_estimates_it(qtbot: Any, tmp_path: Path) -> None:
+    w = make_window(qtbot, scenario_for(MODEL, "H100 SXM"))
+    before_any = scenario_for(MODEL, "H100 SXM")  # (while the form is re-estimated)
+    w.form.gpu_count_spin.setValue(8)
+    qtbot.waitUntil(lambda: (w.current_scenario() or before_any).hardware.gpu_count == 8)
+    before = w.current_scenario()
+    assert before is not None and before.workload.kind == "inference"
+    assert w.apply_deepspeed_file(_write(tmp_path, ZERO3))
+    form = w.form.values()
+    assert (form.mode, form.zero, form.offload, form.precision) == ("finetune", 3, "optimizer", "amp-bf16")
+    assert (form.micro_batch, form.grad_accum, form.zero_bucket, form.gpu_count) == (2, 4, 200_000_000, 8)
+    assert w.tabs.currentIndex() == 1
+    # the window's figure is the core's for the same plan
+    expected = apply_deepspeed(before, parse_deepspeed(ZERO3))
+    cat = default_catalog()
+    core = estimate(expected, cat.facts(MODEL), cat.gpu("H100 SXM"))
+    assert w.evaluation.view is not None
+    assert w.evaluation.view.device_bytes == core.device_bytes
+    assert "ZeRO-3" in w.statusBar().currentMessage()
+    # what the file says about itself (NVMe offload is planned as host offload) stays beside the estimate
+    assert "NVMe" in w.warnings_label.text()
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"zero_optimisation": {"stage": 2}}, "zero_optimisation"),
+        ({"zero_optimization": {"stage": 7}}, "zero_optimization.stage"),
+        ("{not json", "not valid JSON"),
+    ],
+)
+def test_a_file_that_cannot_be_used_is_named_and_changes_nothing(
+    qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: object, named: str
+) -> None:
+    shown: list[str] = []
+    monkeypatch.setattr(main_window.QMessageBox, "warning", lambda _parent, _title, text: shown.append(text))
+    w = make_window(qtbot, scenario_for(MODEL, "H100 SXM"))
+    before = w.current_scenario()
+    path = tmp_path / "bad.json"
+    path.write_text(config if isinstance(config, str) else json.dumps(config), encoding="utf-8")
+    assert not w.apply_deepspeed_file(path)
+    assert len(shown) == 1 and named in shown[0] and "bad.json" in shown[0]
+    assert w.current_scenario() == before
+
+
+def test_a_zero_stage_replaces_fsdp_and_impossible_values_are_refused() -> None:
+    fsdp = Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "hardware": {"gpu_count": 8},
+            "parallelism": {"fsdp": True},
+            "workload": {"kind": "finetune"},
+        }
+    )
+    planned = apply_deepspeed(fsdp, parse_deepspeed(ZERO3)).parallelism
+    assert (planned.zero, planned.fsdp) == (3, False)
+    too_big = {"zero_optimization": {"stage": 2, "reduce_bucket_size": 10**15}}
+    with pytest.raises(DeepSpeedConfigError, match=r"do not fit this plan: 'zero_optimization.reduce_bucket_size'"):
+        apply_deepspeed(fsdp, parse_deepspeed(too_big))
+
+
+def test_the_command_line_prints_the_file_notes_and_refuses_inference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, ZERO3)
+    assert main(["estimate", MODEL, "--gpus", "8", "--deepspeed", str(path), "--json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["scenario"]["parallelism"]["zero"] == 3
+    assert "NVMe" in out.err and "ds_config.json" in out.err
+    assert main(["estimate", MODEL, "--deepspeed", str(path), "--mode", "inference"]) != 0
+    assert "--mode inference" in capsys.readouterr().err
