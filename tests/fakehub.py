@@ -311,10 +311,11 @@ class FakeHub:
         q = parse_qs(u.query, keep_blank_values=True)
         keep = ("range", "user-agent", "authorization")
         self.log.append((h.command, u.path, q, {k.lower(): v for k, v in h.headers.items() if k.lower() in keep}))
-        for pattern, seconds in self.delay.items():
+        # (copies: a test may change the delays and failures while a server thread answers an earlier request)
+        for pattern, seconds in list(self.delay.items()):
             if re.search(pattern, u.path):
                 time.sleep(seconds)
-        for pattern, (status, code) in self.fail.items():
+        for pattern, (status, code) in list(self.fail.items()):
             if re.search(pattern, u.path):
                 return self._err(h, status, code, f"failure {status}", head)
         if u.path == "/api/models":
