@@ -165,6 +165,28 @@ def test_optimizer_offload_moves_states_to_host() -> None:
     assert all(c.name != "optimizer states" or c.bytes == 0 for p in off.phases for c in p.components)
 
 
+@pytest.mark.parametrize("zero", [2, 3])
+def test_offload_matches_deepspeed_estimators_per_gpu_and_per_machine(zero: int) -> None:
+    # estimate_zero2/3_model_states_mem_needs with cpu_offload (zero.Init for ZeRO-3): the GPU keeps the 16-bit
+    # weights (ZeRO-2: all of them; ZeRO-3: its shard and the gathered layers), no gradients and no states; each
+    # machine's CPU holds 16 B per parameter / machines (before DeepSpeed's own 1.5 x buffer factor). Gradients
+    # were once counted on the GPU as well, and the CPU figure was one GPU's share, not the machine's.
+    p, gpus, nodes = 8_030_261_248, 4, 2
+    s = Scenario.model_validate(
+        {
+            "model": {"id": LLAMA},
+            "hardware": {"gpu_count": gpus, "nodes": nodes},
+            "parallelism": {"zero": zero, "offload": "optimizer"},
+            "workload": {"kind": "finetune", "method": "full", "precision": "amp-bf16"},
+        }
+    )
+    est = estimate(s, default_catalog().facts(LLAMA))
+    assert est.host_bytes == pytest.approx(16 * p / nodes, rel=1e-6)
+    step = {c.name: c.bytes for c in next(ph for ph in est.phases if ph.name == "optimizer step").components}
+    assert step["gradients"] == step["optimizer states"] == 0
+    assert step["weights"] == pytest.approx(2 * p / (gpus * nodes if zero == 3 else 1), rel=1e-6)
+
+
 def test_bad_combinations_are_named() -> None:
     with pytest.raises(EstimateError, match="pipeline"):
         train(LLAMA, method="full", parallel={"zero": 2, "pp": 2}, gpus=2)

@@ -17,6 +17,7 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, describe_plan, parse_deepspeed
 from vramdesk.ui import main_window
+from vramdesk.ui.presenter import gib
 
 MODEL = "meta-llama/Llama-3.1-8B"
 ZERO3 = {
@@ -62,6 +63,7 @@ def test_applying_a_file_fills_the_form_and_estimates_it(qtbot: Any, tmp_path: P
     qtbot.waitUntil(lambda: (w.current_scenario() or before_any).hardware.gpu_count == 8)
     before = w.current_scenario()
     assert before is not None and before.workload.kind == "inference"
+    assert not w.stat_host.isVisible()  # nothing kept in CPU memory
     assert w.apply_deepspeed_file(_write(tmp_path, ZERO3))
     form = w.form.values()
     assert (form.mode, form.zero, form.offload, form.precision) == ("finetune", 3, "optimizer", "amp-bf16")
@@ -74,6 +76,9 @@ def test_applying_a_file_fills_the_form_and_estimates_it(qtbot: Any, tmp_path: P
     assert w.evaluation.view is not None
     assert w.evaluation.view.device_bytes == core.device_bytes
     assert "ZeRO-3" in w.statusBar().currentMessage()
+    # the offloaded optimizer shows as the machine's host memory, the core's figure
+    assert core.host_bytes > 0 and w.stat_host.isVisible()
+    assert w.stat_host.value.text() == gib(core.host_bytes)
     # what the file says about itself (NVMe offload is planned as host offload) stays beside the estimate
     assert "NVMe" in w.warnings_label.text()
 

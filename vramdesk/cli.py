@@ -447,7 +447,7 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
         out.write(f"  {'+ ' + c.name:<28}{_gib(c.bytes)}\n")
     out.write(f"  {'= on the device':<28}{_gib(est.device_bytes)}   (nvidia-smi, per GPU)\n")
     if est.host_bytes:
-        out.write(f"  {'host memory':<28}{_gib(est.host_bytes)}\n")
+        out.write(f"  {'host memory (per machine)':<28}{_gib(est.host_bytes)}\n")
     e = est.engine
     if e.kv_capacity_tokens is not None:
         out.write(

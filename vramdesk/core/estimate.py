@@ -452,7 +452,9 @@ def _estimate_training(
         device_bytes=device,
         device_overheads=tuple(extras),
         per_gpu=per_gpu,
-        host_bytes=run.host_bytes,
+        # every rank offloads its own share: one machine holds those of all its GPUs (DeepSpeed's estimators
+        # count CPU memory per node the same way)
+        host_bytes=run.host_bytes * scenario.hardware.gpu_count,
         engine=EngineInfo(engine="training", kv_bytes_per_token=0.0),
         warnings=(
             *(

@@ -174,7 +174,14 @@ def place_states(m: ModelStates, sh: Shards, par: Parallelism) -> PerGpu:
         grads_div=grads_div,
     )
     if par.offload in ("optimizer", "params"):
-        out.host += m.states / sh.states + (m.grads / grads_div if par.zero or par.fsdp else 0)
+        out.host += m.states / sh.states
+        if par.zero or par.fsdp:
+            # the reduced gradients go straight to the CPU, where the step runs: DeepSpeed's estimators count no
+            # gradients on the GPU with offload (ZeRO-1/2: 2 B/param of 16-bit weights only). ZeRO-1/2's fp32
+            # gradient partition is already among the states; ZeRO-3's and FSDP's sharded gradients move too
+            if par.fsdp or (par.zero == 3 and m.grads_sharded):
+                out.host += out.grads
+            out.grads = 0
         out.states = out.temp = 0
         out.notes.append("optimizer states (and the step) on the CPU")
     if par.offload == "params":

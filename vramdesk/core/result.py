@@ -112,6 +112,8 @@ class Estimate(_Frozen):
     #: components nvidia-smi sees beyond the allocator (CUDA context, non-torch memory), on GPU 0
     device_overheads: tuple[Component, ...]
     per_gpu: tuple[GpuShare, ...]
+    #: CPU memory one machine needs for what the plan keeps there (offloaded optimizer states, parameters or
+    #: activations of every GPU of the machine; device_map's spilled layers; llama.cpp's CPU layers)
     host_bytes: int
     engine: EngineInfo
     warnings: tuple[str, ...] = ()

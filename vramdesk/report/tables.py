@@ -102,7 +102,7 @@ def breakdown_rows(est: Estimate) -> list[tuple[str, str, str, int, str, str, st
         rows.append(("device", c.name, c.category, c.bytes, gib(c.bytes), "", c.explain))
     rows.append(("total", "on the device", "", est.device_bytes, gib(est.device_bytes), "", ""))
     if est.host_bytes:
-        rows.append(("total", "host memory", "", est.host_bytes, gib(est.host_bytes), "", ""))
+        rows.append(("total", "host memory (per machine)", "", est.host_bytes, gib(est.host_bytes), "", ""))
     return rows
 
 
@@ -173,7 +173,7 @@ class ReportData:
             ),
         ]
         if e.host_bytes:
-            rows.append(("Host memory", f"{gib(e.host_bytes)} GiB"))
+            rows.append(("Host memory (per machine)", f"{gib(e.host_bytes)} GiB"))
         if len(e.per_gpu) > 1:
             rows += [(f"GPU {g.index} on the device", f"{gib(g.device_bytes)} GiB") for g in e.per_gpu]
         p = self.perf
@@ -368,7 +368,7 @@ def build_comparison(items: Sequence[CompareItem]) -> Comparison:
         ("peak allocated", "peak_allocated_bytes"),
         ("peak reserved", "peak_reserved_bytes"),
         ("on the device (per GPU)", "device_bytes"),
-        ("host memory", "host_bytes"),
+        ("host memory (per machine)", "host_bytes"),
     ):
         rows.append(_row("total", label, [None if e is None else getattr(e, attr) for e in ests], gib))
     rows.append(_row("total", "peak phase", [None if e is None else e.peak_phase for e in ests]))

@@ -62,7 +62,7 @@ ROW_NAMES = (
     "peak allocated",
     "peak reserved",
     "on the device (per GPU)",
-    "host memory",
+    "host memory (per machine)",
     "peak phase",
     "GPU",
     "verdict",

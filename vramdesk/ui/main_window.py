@@ -362,7 +362,17 @@ class MainWindow(QMainWindow):
         self.stat_active = StatCard(
             tr("Active / trainable"), tr("Parameters touched per token (MoE), or trained (fine-tuning)")
         )
-        for card in (self.stat_allocated, self.stat_reserved, self.stat_device, self.stat_params, self.stat_active):
+        # shown only when the plan keeps something in CPU memory (offload, device_map spill, llama.cpp CPU layers)
+        self.stat_host = StatCard(
+            tr("Host memory"),
+            tr(
+                "CPU memory one machine needs for what the plan keeps there: offloaded optimizer states, parameters "
+                "or activations of all its GPUs, layers a device_map or llama.cpp leaves on the CPU"
+            ),
+        )
+        self.stat_host.setVisible(False)
+        cards = (self.stat_allocated, self.stat_reserved, self.stat_device, self.stat_host, self.stat_params)
+        for card in (*cards, self.stat_active):
             card.setAccessibleName(card.caption.text())
             stats.addWidget(card, 1)
         layout.addLayout(stats)
@@ -845,6 +855,9 @@ class MainWindow(QMainWindow):
             (self.stat_device, "device"),
         ):
             card.set_note(accuracy_note(measured_accuracy(view.mode, engine, level)))
+        host = view.estimate.host_bytes
+        self.stat_host.setVisible(host > 0)
+        self.stat_host.set_value(gib(host) if host else "–")
         self.stat_params.set_value(count_text(view.params_total))
         params = view.estimate.params
         self.stat_active.set_value(count_text(params.trainable if view.mode == "finetune" else params.active))
