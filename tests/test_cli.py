@@ -138,6 +138,10 @@ def test_config_json_path_and_generic_warning(tmp_path: Path) -> None:
         (("estimate", "Qwen/Qwen3-4B", "--tp", "4"), "tp (4)"),
         (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune", "--method", "qlora", "--precision", "fp32"), "QLoRA"),
         (("estimate", "Qwen/Qwen3-4B", "--mode", "inference", "--lora-rank", "8"), "--lora-rank"),
+        # (these two once fell through to "invalid scenario: ... Extra inputs are not permitted")
+        (("estimate", "Qwen/Qwen3-4B", "--lora-targets", "q,v"), "--lora-targets does not apply to --mode inference"),
+        (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune", "--n-gpu-layers", "9"), "--n-gpu-layers does not apply"),
+        (("estimate", "Qwen/Qwen3-4B", "--mode", "finetune", "--gpus", "2", "--fsdp", "--zero", "2"), "FSDP and"),
         (("estimate", "./missing/config.json"), "no such file"),
         (("estimate",), "needs a MODEL"),
     ],

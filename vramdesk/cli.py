@@ -341,15 +341,16 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
             data.setdefault("hardware", {})["nodes"] = value
         elif key in _PARALLEL_KEYS:
             data.setdefault("parallelism", {})[key] = value
-        elif key in _VLLM_KEYS:
-            work.setdefault("vllm", {})[key] = value
-        elif key in _LLAMACPP_KEYS:
-            work.setdefault("llamacpp", {})[key] = value
-        elif key in ("lora_targets", "modules_to_save"):
-            work[key] = [t.strip() for t in str(value).split(",") if t.strip()]
-        elif key in (_INFERENCE_KEYS if mode == "inference" else _FINETUNE_KEYS):
-            work[key] = value
-        elif key in _INFERENCE_KEYS | _FINETUNE_KEYS:
+        elif key in (_VLLM_KEYS | _LLAMACPP_KEYS | _INFERENCE_KEYS if mode == "inference" else _FINETUNE_KEYS):
+            if key in _VLLM_KEYS:
+                work.setdefault("vllm", {})[key] = value
+            elif key in _LLAMACPP_KEYS:
+                work.setdefault("llamacpp", {})[key] = value
+            elif key in ("lora_targets", "modules_to_save"):
+                work[key] = [t.strip() for t in str(value).split(",") if t.strip()]
+            else:
+                work[key] = value
+        elif key in _INFERENCE_KEYS | _FINETUNE_KEYS | _VLLM_KEYS | _LLAMACPP_KEYS:
             raise CliError(f"--{key.replace('_', '-')} does not apply to --mode {mode}")
         else:  # pragma: no cover - _ALL_KEYS is exhaustive
             raise CliError(f"unknown option '{key}'")
