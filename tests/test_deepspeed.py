@@ -116,3 +116,24 @@ def test_gradient_bucket_settings_reach_the_plan_and_the_estimate() -> None:
     # one GPU still holds DeepSpeed's contiguous bucket(s): 2 B per element, two with overlap_comm
     assert bucket({"zero": 2, "zero_bucket": 200_000_000, "zero_overlap_comm": True}) == 2 * 2 * 200_000_000
     assert bucket({"zero": 2}) == 2 * 500_000_000  # DeepSpeed's defaults: 5e8, overlap_comm off below ZeRO-3
+
+
+def test_settings_that_change_memory_but_are_not_modelled_are_said() -> None:
+    plan = parse_deepspeed(
+        {
+            "zero_optimization": {
+                "stage": 3,
+                "zero_hpz_partition_size": 8,
+                "mics_shard_size": -1,
+                "stage3_max_live_parameters": 1e9,
+                "stage3_prefetch_bucket_size": "auto",
+            }
+        }
+    )
+    said = " ".join(plan.notes)
+    assert "zero_hpz_partition_size 8" in said and "stage3_max_live_parameters" in said
+    assert "mics" not in said  # -1 is DeepSpeed's "off"
+    assert "MiCS" in " ".join(parse_deepspeed({"zero_optimization": {"stage": 3, "mics_shard_size": 8}}).notes)
+    # HF's "auto" values are what the integration fills in: nothing to say
+    quiet = parse_deepspeed({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": "auto"}})
+    assert quiet.notes == ()

@@ -84,6 +84,9 @@ WHITELIST = CORE_WHITELIST | {
     "architectures",  # a config.json key, quoted
     "gguf",  # the file extension
     "NVMe",
+    "ZeRO+",  # ZeRO++ (the tokenizer splits the second plus), hpZ and MiCS: DeepSpeed's names
+    "hpZ",
+    "MiCS",
     "mode",  # a schema-0 field and its values, quoted
     "inference",
     "finetune",
@@ -364,7 +367,18 @@ def deepspeed_texts(t: Texts, tmp_path: Path) -> None:
         "gradient_accumulation_steps": 8,
         "activation_checkpointing": {"partition_activations": True},
     }
-    for config in (full, {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, {}):
+    zeropp = {
+        "zero_optimization": {
+            "stage": 3,
+            "zero_hpz_partition_size": 8,
+            "mics_shard_size": 16,
+            "zero_quantized_weights": True,
+            "zero_quantized_gradients": True,
+            "stage3_max_live_parameters": 1e9,
+            "stage3_prefetch_bucket_size": 5e7,
+        }
+    }
+    for config in (full, {"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}, {}, zeropp):
         plan = parse_deepspeed(config)
         t.add("deepspeed", describe_plan(plan))
         for note in plan.notes:

@@ -150,6 +150,30 @@ def _enabled(section: object, where: str) -> bool | None:
     return v
 
 
+def _unmodelled(zero: Mapping[str, Any]) -> list[str]:
+    """Settings that change memory but that the plan does not follow, each said (silence would understate)."""
+    notes = []
+    hpz = _int(zero.get("zero_hpz_partition_size"), "zero_optimization.zero_hpz_partition_size")
+    if hpz and hpz > 1:
+        notes.append(
+            f"zero_hpz_partition_size {hpz} (ZeRO++ hpZ) is not modelled: it keeps a second copy of the weights "
+            f"sharded over {hpz} GPUs, about 2 B per parameter / {hpz} more on each GPU"
+        )
+    mics = zero.get("mics_shard_size")  # (-1, DeepSpeed's default, is off)
+    if isinstance(mics, int) and not isinstance(mics, bool) and mics > 0:
+        notes.append(
+            f"mics_shard_size {mics} (MiCS) is not modelled: the model states are sharded over groups of {mics} "
+            "GPUs, not over all of them, so each GPU holds more than this plan shows"
+        )
+    for key in ("zero_quantized_weights", "zero_quantized_gradients"):
+        if zero.get(key) is True:
+            notes.append(f"{key} (ZeRO++) is not modelled: it changes only communication buffers")
+    tuned = [k for k in ("stage3_max_live_parameters", "stage3_prefetch_bucket_size") if k in zero]
+    if tuned and not all(_is_auto(zero[k]) for k in tuned):
+        notes.append(f"{' and '.join(tuned)} read but not modelled: the plan keeps two layers gathered at a time")
+    return notes
+
+
 def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     if not isinstance(data, Mapping):
         raise DeepSpeedConfigError("a DeepSpeed config must be a JSON object")
@@ -197,6 +221,7 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
         v = _int(zero.get(key), f"zero_optimization.{key}")
         if v is not None:
             buckets[key] = v
+    notes += _unmodelled(zero)
     if "reduce_bucket_size" in buckets:
         opts["zero_bucket"] = buckets["reduce_bucket_size"]
     overlap = zero.get("overlap_comm")
