@@ -322,7 +322,7 @@ def test_changes_are_debounced_into_one_estimate(window: MainWindow, qtbot) -> N
     assert len(seen) == 1
     est = direct_estimate(variant(batch=2, output_len=1024, engine="vllm"))
     assert window.view is not None and window.view.device_bytes == est.device_bytes
-    assert window.breakdown.title.text() == f"Breakdown at the peak ({est.peak_phase})"
+    assert window.breakdown.title.text() == f"At the peak ({est.peak_phase})"
 
 
 def test_impossible_combination_shows_an_error_and_keeps_the_chart(qtbot) -> None:

@@ -314,7 +314,7 @@ def test_checkpointing_shows_a_recompute_bar_and_a_short_peak_title(qtbot) -> No
     assert w.phase_chart.phase_names == [p.name for p in est.phases]
     assert "backward (recompute)" in w.phase_chart.phase_names
     # the short name keeps the title clear of the Pie / Bar buttons; the full one is in the tooltip
-    assert w.breakdown.title.text() == "Breakdown at the peak (loss)"
+    assert w.breakdown.title.text() == "At the peak (loss)"
     assert w.breakdown.title.toolTip() == "Breakdown at the peak (loss + start of backward)"
     ticks = [t for _, t in w.phase_chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
     assert ticks == ["forward", "loss\n(peak)", "recompute", "layer 1", "backward", "optimizer"]

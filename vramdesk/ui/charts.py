@@ -361,7 +361,8 @@ class BreakdownChart(QWidget):
     def show_view(self, view: EstimateView) -> None:
         """Draw ``view`` in the visible chart; the hidden one is drawn when it is shown (half the work)."""
         # the short phase name: the long ones ("loss + start of backward") were cut off by the Pie / Bar buttons
-        self.title.setText(f"{tr('Breakdown at the peak')} ({_phase_label(view.peak_phase)})")
+        # short beside the pie / bar toggle (a long title was cut); the tooltip has the full words
+        self.title.setText(f"{tr('At the peak')} ({_phase_label(view.peak_phase)})")
         self.title.setToolTip(f"{tr('Breakdown at the peak')} ({localize_name(view.peak_phase)})")
         self._view = view
         if self.bar_plot.getPlotItem().getAxis("left").labelText != unit_name():
