@@ -12,7 +12,14 @@ import pytest
 from vramdesk.cli import main
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
-from vramdesk.core.solve import SolveError, gpu_layout, maximize, minimize_gpus, smallest_changes
+from vramdesk.core.solve import (
+    SolveError,
+    _sharding_candidates,
+    gpu_layout,
+    maximize,
+    minimize_gpus,
+    smallest_changes,
+)
 from vramdesk.services.catalog import default_catalog
 
 LLAMA8 = "meta-llama/Llama-3.1-8B"
@@ -263,3 +270,43 @@ def test_changes_combine_with_a_solver_when_one_edit_is_not_enough() -> None:
     for o in res.options:
         assert verdict(Scenario.model_validate(o.scenario)) == "fits"
         assert o.tokens_per_s is not None and o.tokens_per_s > 0
+
+
+def _plan(gpus: int, parallelism: dict[str, Any]) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "model": {"id": LLAMA8},
+            "workload": {"kind": "finetune", "method": "full", "precision": "amp-bf16"},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": gpus},
+            "parallelism": parallelism,
+        }
+    )
+
+
+def test_several_gpus_are_offered_more_sharding_before_any_quality_cost() -> None:
+    """A full fine-tune that replicates everything on 4 GPUs fits once ZeRO shards the states: the cheapest
+    option keeps full fine-tuning (no quality cost), ahead of LoRA."""
+    cat = default_catalog()
+    s = _plan(4, {})
+    res = smallest_changes(s, cat.facts(LLAMA8), cat.gpu("H100 SXM"))
+    assert res.current_verdict == "does not fit"
+    best = res.options[0]
+    assert [c.key for c in best.changes] == ["zero=2"] and best.cost == 1.0
+    keys = [o.changes[0].key for o in res.options if len(o.changes) == 1]
+    assert keys.index("zero=3") < keys.index("method=lora")
+    assert verdict(Scenario.model_validate(best.scenario)) == "fits"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "parallelism", "offered", "not_offered"),
+    [
+        (4, {"fsdp": True, "fsdp_strategy": "shard-grad-op"}, {"fsdp_strategy=full"}, {"zero=2", "zero=3"}),
+        (4, {"pp": 2, "zero": 1}, set(), {"zero=2", "zero=3"}),  # DeepSpeed: ZeRO-2/3 do not go with pipelines
+        (1, {}, set(), {"zero=2", "zero=3"}),
+    ],
+)
+def test_sharding_changes_follow_the_plan(
+    gpus: int, parallelism: dict[str, Any], offered: set[str], not_offered: set[str]
+) -> None:
+    keys = {c.change.key for c in _sharding_candidates(_plan(gpus, parallelism))}
+    assert offered <= keys and not keys & not_offered

@@ -398,7 +398,8 @@ COST_RULE = (
     "5-6 bit GGUF quality 2; 4-bit weights quality 3 (speed +1 for bitsandbytes); activation checkpointing "
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
     "+ speed 3; vLLM gpu_memory_utilization 0.95 or max_num_batched_tokens 2048 speed 1, --enforce-eager speed 3; "
-    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; FSDP2 for LoRA 0; llama.cpp CPU "
+    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; FSDP2 for LoRA 0; ZeRO-2 speed 1, "
+    "ZeRO-3 or FSDP full shard speed 2; llama.cpp CPU "
     "layers speed 2-9 by the share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller "
     "batch speed 1 + 6 x the share cut; n more GPUs cost 2 x n (money)"
 )
@@ -622,6 +623,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
                 lambda s: with_data(s, lambda d: d["parallelism"].update(fsdp_version=2)),
             )
         )
+    out += _sharding_candidates(scenario)
     if work.optimizer in ("adamw", "adamw-fused", "lion", "adafactor"):
         out.append(
             _Cand(
@@ -661,6 +663,46 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
     out.append(_solver_cand("seq_len"))
     if work.micro_batch > 1:
         out.append(_solver_cand("micro_batch"))
+    return out
+
+
+def _sharding_candidates(scenario: Scenario) -> list[_Cand]:
+    """On several GPUs, shard more of the model states across them: no quality cost, some communication. ZeRO-2
+    (gradients and states) and ZeRO-3 (weights too) under DeepSpeed, or without FSDP; FSDP's full shard for an
+    FSDP plan that keeps whole weights. ZeRO-2/3 do not combine with pipeline parallel."""
+    par = scenario.parallelism
+    if scenario.hardware.gpu_count * scenario.hardware.nodes < 2:
+        return []
+    out: list[_Cand] = []
+    if par.fsdp:
+        if par.fsdp_strategy == "shard-grad-op":
+            out.append(
+                _Cand(
+                    Change(
+                        key="fsdp_strategy=full",
+                        description="FSDP full shard (weights sharded too)",
+                        quality_cost=0,
+                        speed_cost=2,
+                    ),
+                    lambda s: with_data(s, lambda d: d["parallelism"].update(fsdp_strategy="full")),
+                )
+            )
+        return out
+    if par.pp > 1:
+        return out
+    for stage, speed, what in ((2, 1.0, "gradients and optimizer states"), (3, 2.0, "weights, gradients and states")):
+        if par.zero < stage:
+            out.append(
+                _Cand(
+                    Change(
+                        key=f"zero={stage}",
+                        description=f"ZeRO-{stage} ({what} sharded over the GPUs)",
+                        quality_cost=0,
+                        speed_cost=speed,
+                    ),
+                    lambda s, z=stage: with_data(s, lambda d: d["parallelism"].update(zero=z)),  # type: ignore[misc]
+                )
+            )
     return out
 
 
