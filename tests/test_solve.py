@@ -15,6 +15,7 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import (
     SolveError,
     _sharding_candidates,
+    gpu_counts,
     gpu_layout,
     maximize,
     minimize_gpus,
@@ -130,11 +131,37 @@ def test_minimize_gpus_is_the_boundary(s: Scenario) -> None:
     assert r.gpus is not None and r.gpus > 1 and r.scenario is not None
     assert verdict(Scenario.model_validate(r.scenario)) == "fits"
     heads = cat.facts(s.model.id).arch.layers[0].n_heads
-    for n in range(1, r.gpus):
-        if s.workload.kind == "inference" and s.workload.engine == "vllm" and heads % n:
+    # every layout with fewer GPUs does not fit (beyond one machine a fine-tune counts whole machines)
+    for per, machines in gpu_counts(s, r.gpus - 1):
+        if s.workload.kind == "inference" and s.workload.engine == "vllm" and heads % per:
             continue  # vLLM refuses a tensor-parallel size that does not divide the heads
-        below, _ = gpu_layout(s, n)
+        below, _ = gpu_layout(s, per, machines)
         assert verdict(below) != "fits"
+
+
+def test_a_fine_tune_beyond_one_machine_counts_whole_machines() -> None:
+    """A 405B full fine-tune needs more than one 8-GPU server: the answer is in machines of 8 (the issue's
+    '8 x 8 H100' kind of plan), not 121 GPUs in one box."""
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-405B"},
+            "workload": {"kind": "finetune", "method": "full"},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": 8},
+            "parallelism": {"zero": 3},
+        }
+    )
+    r = minimize_gpus(s, cat.facts(s.model.id), cat.gpu("H100 SXM"), max_gpus=256)
+    assert r.gpus is not None and r.scenario is not None and r.machines > 1
+    assert r.gpus == 8 * r.machines and r.scenario["hardware"] == {
+        "gpu": "H100 SXM",
+        "gpu_count": 8,
+        "nodes": r.machines,
+    }
+    assert f"{r.machines} machines x 8" in r.message
+    assert verdict(Scenario.model_validate(r.scenario)) == "fits"
+    fewer, _ = gpu_layout(s, 8, r.machines - 1)
+    assert verdict(fewer) != "fits"
 
 
 def test_llamacpp_fewest_gpus_uses_the_layer_split() -> None:

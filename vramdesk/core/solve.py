@@ -68,8 +68,10 @@ class SolveResult(_Frozen):
 
 class GpuCountResult(_Frozen):
     gpu: str
-    #: fewest GPUs accepted; None when none up to ``max_gpus`` is
+    #: fewest GPUs accepted (all machines together); None when none up to ``max_gpus`` is
     gpus: int | None
+    #: machines they are spread over (fine-tuning beyond one machine counts whole machines)
+    machines: int = 1
     max_gpus: int
     accepted: tuple[str, ...]
     #: the scenario as solved (tp set for vLLM, ZeRO-3 for fine-tuning without sharding)
@@ -277,13 +279,34 @@ def maximize(
     )
 
 
-def gpu_layout(scenario: Scenario, n: int) -> tuple[Scenario, str]:
-    """``scenario`` on ``n`` GPUs: vLLM uses tensor parallel n; transformers and llama.cpp split layers;
-    fine-tuning keeps its sharding, or adds ZeRO-3 when it has none (plain data parallel copies everything)."""
+#: GPUs in one machine when a fine-tune outgrows the plan's own: a common 8-GPU server (a plan that already spans
+#: machines keeps its own GPUs per machine)
+GPUS_PER_MACHINE = 8
+
+
+def gpu_counts(scenario: Scenario, max_gpus: int) -> list[tuple[int, int]]:
+    """The (GPUs per machine, machines) to try, fewest GPUs first: 1, 2, ... on one machine, then whole machines
+    for fine-tuning (nobody rents 121 GPUs as 15 machines and one GPU); inference stays on one machine."""
+    per = scenario.hardware.gpu_count if scenario.hardware.nodes > 1 else GPUS_PER_MACHINE
+    if isinstance(scenario.workload, InferenceWorkload):
+        return [(n, 1) for n in range(1, max_gpus + 1)]
+    out = [(n, 1) for n in range(1, min(per, max_gpus) + 1)]
+    machines = 2
+    while per * machines <= max_gpus:
+        out.append((per, machines))
+        machines += 1
+    return out
+
+
+def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario, str]:
+    """``scenario`` on ``n`` GPUs per machine and ``machines`` machines: vLLM uses tensor parallel n;
+    transformers and llama.cpp split layers; fine-tuning keeps its sharding, or adds ZeRO-3 when it has none
+    (plain data parallel copies everything)."""
     work = scenario.workload
 
     def upd(d: dict[str, Any]) -> None:
         d["hardware"]["gpu_count"] = n
+        d["hardware"]["nodes"] = machines
         par = d["parallelism"]
         if isinstance(work, InferenceWorkload):
             if work.engine == "vllm":
@@ -294,7 +317,7 @@ def gpu_layout(scenario: Scenario, n: int) -> tuple[Scenario, str]:
         else:
             if par["tp"] * par["pp"] > n:
                 par["tp"], par["pp"] = 1, 1
-            if n > 1 and par["zero"] == 0 and not par["fsdp"]:
+            if n * machines > 1 and par["zero"] == 0 and not par["fsdp"]:
                 par["zero"] = 3
 
     s = with_data(scenario, upd)
@@ -316,13 +339,14 @@ def minimize_gpus(
     prev: Probe | None = None
     work = scenario.workload
     heads = facts.arch.layers[0].n_heads if facts.arch.layers else 1
-    for n in range(1, max_gpus + 1):
+    for per, machines in gpu_counts(scenario, max_gpus):
+        n = per * machines
         if isinstance(work, InferenceWorkload) and work.engine == "vllm" and heads % n:
             # vLLM refuses a tensor-parallel size that does not divide the attention heads
             prev = Probe(value=n, verdict=None, device_bytes=None, error=f"{heads} attention heads % tp {n} != 0")
             continue
         try:
-            s, how = gpu_layout(scenario, n)
+            s, how = gpu_layout(scenario, per, machines)
         except ValueError as err:
             prev = Probe(value=n, verdict=None, device_bytes=None, error=str(err))
             continue
@@ -330,9 +354,11 @@ def minimize_gpus(
         p, _ = probe(s, facts, gpu)
         p = p.model_copy(update={"value": n})
         if p.verdict in accepted:
+            where = f"{machines} machines x {per} x {gpu.name} = {n} GPUs" if machines > 1 else f"{n} x {gpu.name}"
             return GpuCountResult(
                 gpu=gpu.name,
                 gpus=n,
+                machines=machines,
                 max_gpus=max_gpus,
                 accepted=accepted,
                 scenario=s.model_dump(mode="json"),
@@ -340,7 +366,7 @@ def minimize_gpus(
                 below=prev,
                 evaluations=evaluations,
                 how=how,
-                message=f"{n} x {gpu.name} ({how}): {p.verdict}",
+                message=f"{where} ({how}): {p.verdict}",
             )
         prev = p
     return GpuCountResult(
@@ -849,6 +875,7 @@ __all__ = [
     "Option",
     "SolveError",
     "SolveResult",
+    "gpu_counts",
     "gpu_layout",
     "maximize",
     "minimize_gpus",
