@@ -345,6 +345,34 @@ def test_vllm_tensor_and_pipeline_parallel_shard_weights_and_kv() -> None:
     assert pp4.engine.kv_bytes_per_token == tp4.engine.kv_bytes_per_token
 
 
+def _vllm_tp(model: str, tp: int) -> Estimate:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": model},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": tp},
+            "parallelism": {"tp": tp},
+            "workload": {"engine": "vllm"},
+        }
+    )
+    return estimate(s, default_catalog().facts(model), default_catalog().gpu("H100 SXM"))
+
+
+def test_vllm_keeps_one_kv_head_per_rank_when_there_are_fewer_kv_heads_than_ranks() -> None:
+    # Qwen2.5-3B: 36 layers, 2 KV heads of 128: with tp 4 each rank holds one head (vLLM replicates them), not
+    # all of them (the estimate once put the whole KV on every rank and halved the pool's capacity)
+    one_head = 36 * 1 * 128 * 2 * 2
+    assert _vllm_tp("Qwen/Qwen2.5-3B-Instruct", 2).engine.kv_bytes_per_token == pytest.approx(one_head)
+    assert _vllm_tp("Qwen/Qwen2.5-3B-Instruct", 4).engine.kv_bytes_per_token == pytest.approx(one_head)
+
+
+def test_vllm_refuses_a_tensor_parallel_size_it_cannot_shard() -> None:
+    # Qwen2.5-7B has 28 attention heads and 4 KV heads
+    with pytest.raises(EstimateError, match="tensor parallel 8 does not divide the 28 attention heads"):
+        _vllm_tp("Qwen/Qwen2.5-7B-Instruct", 8)
+    with pytest.raises(EstimateError, match="tensor parallel 3 does not divide"):
+        _vllm_tp("Qwen/Qwen2.5-7B-Instruct", 3)
+
+
 def test_device_map_max_memory_fills_gpus_in_order_then_spills_to_cpu_and_disk() -> None:
     from vramdesk.core.dtypes import parse_weight_format
     from vramdesk.core.parallel import place_weights

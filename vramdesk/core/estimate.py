@@ -19,7 +19,7 @@ from .dtypes import (
 )
 from .fit import verdict
 from .gpu import MIB, GpuSpec
-from .inference import Context, EngineRun, llamacpp_run, torch_context, transformers_run, vllm_run
+from .inference import Context, EngineRun, llamacpp_run, torch_context, transformers_run, vllm_run, vllm_tp_problem
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
@@ -239,6 +239,9 @@ def estimate(
     if work.engine == "transformers":
         run = transformers_run(ctx)
     elif work.engine == "vllm":
+        problem = vllm_tp_problem(facts.arch, scenario.parallelism.tp)
+        if problem:
+            raise EstimateError(problem)
         run = vllm_run(ctx)
     else:
         run = llamacpp_run(ctx)

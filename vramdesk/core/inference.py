@@ -470,6 +470,31 @@ def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int, n_layer
 # ---------------------------------------------------------------------------------------------- vLLM
 
 
+def vllm_tp_problem(arch: Architecture, tp: int) -> str | None:
+    """Why vLLM refuses tensor parallel ``tp`` for this model (its config checks), or None: the attention heads
+    must split evenly, and the KV heads either split evenly or divide ``tp`` (each rank then keeps a copy)."""
+    if tp <= 1 or not arch.layers:
+        return None
+    layer = arch.layers[0]
+    if layer.n_heads % tp:
+        return f"vLLM: tensor parallel {tp} does not divide the {layer.n_heads} attention heads"
+    kv = layer.n_kv_heads
+    if layer.attention != AttentionKind.MLA and kv and (kv % tp if kv >= tp else tp % kv):
+        return f"vLLM: tensor parallel {tp} and the {kv} KV heads: one must divide the other"
+    return None
+
+
+def vllm_kv_share(arch: Architecture, tp: int) -> float:
+    """The fraction of a layer's KV one tensor-parallel rank holds: 1/tp while the KV heads split, else one head
+    (vLLM replicates KV heads when there are fewer than ranks); MLA's latent is whole on every rank."""
+    shares = [
+        max(1, layer.n_kv_heads // tp) / layer.n_kv_heads
+        for layer in arch.layers
+        if layer.attention != AttentionKind.MLA and layer.n_kv_heads
+    ]
+    return max(shares, default=1.0)
+
+
 def vllm_run(ctx: Context) -> EngineRun:
     arch, work = ctx.arch, ctx.work
     opts = work.vllm
@@ -525,11 +550,8 @@ def vllm_run(ctx: Context) -> EngineRun:
         batched_tokens=batched,
         layers=kv_layers,
     )
-    kv_div = tp if all(layer.n_kv_heads >= tp or layer.attention == AttentionKind.MLA for layer in arch.layers) else 1
-    if arch.layers and arch.layers[0].attention == AttentionKind.MLA:
-        kv_div = 1  # the MLA latent is replicated on every TP rank
-    kv_div *= pp
-    need_kv = (plan.kv_bytes + plan.state_bytes) // kv_div
+    kv_div = 1 / vllm_kv_share(arch, tp) * pp
+    need_kv = round((plan.kv_bytes + plan.state_bytes) / kv_div)
     non_torch = K.VLLM_NON_TORCH + (K.VLLM_NON_TORCH_TP_EXTRA if tp > 1 else 0)
     non_torch_c = Component(
         name="non-torch memory",
