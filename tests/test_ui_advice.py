@@ -24,6 +24,7 @@ from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.ui import i18n
 from vramdesk.ui.dialogs import HEADROOM_KEY, UNIT_CHOICES, UNIT_KEY, SettingsDialog
 from vramdesk.ui.main_window import LIMITS, MainWindow
+from vramdesk.ui.presenter import GpuLoad, gpu_groups
 
 
 def make_window(qtbot: object, s: Scenario) -> MainWindow:
@@ -235,6 +236,36 @@ def test_per_gpu_chips_use_the_cores_own_verdict(qtbot) -> None:
         assert load.verdict == share.fit.verdict
         assert load.fraction == pytest.approx(share.device_bytes / share.fit.available_bytes)
     assert w.gpu_chips.isVisible()
+
+
+def test_gpus_that_hold_the_same_are_one_chip_and_machines_are_named(qtbot) -> None:
+    # 2 machines x 8 GPUs, ZeRO-3: all 16 hold the same; the chips once listed every GPU (128 for 16 machines)
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-8B"},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": 8, "nodes": 2},
+            "parallelism": {"zero": 3},
+            "workload": {"kind": "finetune", "method": "full"},
+        }
+    )
+    w = _open(qtbot, s)
+    assert w.view is not None and len(w.view.per_gpu) == 16
+    assert "GPU 0–15 (each)" in w.gpu_chips.text() and w.gpu_chips.text().count("GPU") == 1
+    assert "on 2 machines x 8 x H100 SXM" in w.scenario_label.text()
+
+
+def test_gpu_groups_keep_the_gpus_that_differ_apart() -> None:
+    def load(i: int, gib_: int, verdict: str = "fits") -> GpuLoad:
+        return GpuLoad(i, 0, 0, gib_ * GIB, verdict, 0.5)
+
+    # pipeline stages: the first holds more than the middle two, the last its own
+    loads = (load(0, 30), load(1, 20), load(2, 20), load(3, 25), load(4, 25, "tight"))
+    assert [(a, b, g.device_bytes // GIB) for a, b, g in gpu_groups(loads)] == [
+        (0, 0, 30),
+        (1, 2, 20),
+        (3, 3, 25),
+        (4, 4, 25),
+    ]
 
 
 def test_new_strings_have_chinese_translations() -> None:

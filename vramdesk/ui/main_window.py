@@ -77,6 +77,7 @@ from .presenter import (
     evaluate_form,
     form_from_scenario,
     gib,
+    gpu_groups,
     scenario_from_form,
     set_unit,
 )
@@ -840,8 +841,8 @@ class MainWindow(QMainWindow):
         if view.gpu_name is None:
             self.scenario_label.setText(view.model_id)
         else:
-            gpus = f"{view.gpu_count} x {view.gpu_name}" if view.gpu_count > 1 else view.gpu_name
             free = f" ({tr('free memory of the detected GPU')})" if view.uses_free_memory else ""
+            gpus = view.hardware_text().replace(" machines x ", f" {tr('machines')} x ")
             self.scenario_label.setText(f"{view.model_id} {tr('on')} {gpus}{free}")
         self._show_gpu_chips(view)
         self.setWindowTitle(f"vramdesk — {view.model_id}")
@@ -874,10 +875,12 @@ class MainWindow(QMainWindow):
             self.gpu_chips.setVisible(False)
             return
         chips = []
-        for g in view.per_gpu:
+        # GPUs that hold the same are one chip ("GPU 0-127, each"): a 16-machine plan once listed 128 chips
+        for first, last, g in gpu_groups(view.per_gpu):
             color = theme.VERDICT_COLORS.get(g.verdict, theme.VERDICT_COLORS[None])
+            which = f"GPU {first}" if first == last else f"GPU {first}–{last} ({tr('each')})"
             chips.append(
-                f'<span style="color:{color}">&#9632;</span>&nbsp;GPU {g.index}: {gib(g.device_bytes)} '
+                f'<span style="color:{color}">&#9632;</span>&nbsp;{which}: {gib(g.device_bytes)} '
                 f"({g.fraction * 100:.0f}%)"
             )
         self.gpu_chips.setText("&nbsp;&nbsp;&nbsp; ".join(chips))

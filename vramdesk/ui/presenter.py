@@ -365,6 +365,19 @@ class GpuLoad:
     fraction: float
 
 
+def gpu_groups(loads: tuple[GpuLoad, ...]) -> list[tuple[int, int, GpuLoad]]:
+    """Consecutive GPUs that hold the same and get the same verdict, as (first index, last index, one of them):
+    128 data-parallel GPUs are one group, pipeline stages or a device_map split a few."""
+    groups: list[tuple[int, int, GpuLoad]] = []
+    for g in loads:
+        if groups and groups[-1][2].device_bytes == g.device_bytes and groups[-1][2].verdict == g.verdict:
+            first, _, load = groups[-1]
+            groups[-1] = (first, g.index, load)
+        else:
+            groups.append((g.index, g.index, g))
+    return groups
+
+
 @dataclass(frozen=True)
 class EstimateView:
     """Everything the results side of the window shows, as plain values."""
@@ -396,9 +409,16 @@ class EstimateView:
     #: the verdict compares with the free memory of a detected GPU (not its total)
     uses_free_memory: bool = False
     mode: str = "inference"
+    #: machines of ``gpu_count`` GPUs each (several for a plan that spans machines)
+    machines: int = 1
+
+    def hardware_text(self) -> str:
+        """ "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
+        gpus = f"{self.gpu_count} x {self.gpu_name}" if self.gpu_count > 1 else str(self.gpu_name)
+        return f"{self.machines} machines x {gpus}" if self.machines > 1 else gpus
 
     def summary_line(self) -> str:
-        where = f" on {self.gpu_count} x {self.gpu_name}" if self.gpu_count > 1 else f" on {self.gpu_name}"
+        where = f" on {self.hardware_text()}"
         tail = f"{where} ({self.verdict})" if self.gpu_name and self.verdict else " (no GPU chosen)"
         return f"{self.model_id} {gib(self.device_bytes)}{tail}"
 
@@ -520,6 +540,7 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
         gpu_name=gpu.name if gpu else None,
         gpu_memory_bytes=gpu.memory_bytes if gpu else None,
         gpu_count=scenario.hardware.gpu_count,
+        machines=scenario.hardware.nodes,
         verdict=verdict,
         headline=headline,
         message=message,
