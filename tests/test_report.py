@@ -152,3 +152,20 @@ def test_the_report_says_how_close_each_level_came_to_measurements(base) -> None
     assert "How close" not in t.report_markdown(t.ReportData(est, s, perf))
     vllm = accuracy_rows("inference", "vllm")
     assert vllm == ()
+
+
+def test_a_plan_over_machines_names_them_and_groups_equal_gpus() -> None:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-8B"},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": 8, "nodes": 4},
+            "parallelism": {"zero": 3},
+            "workload": {"kind": "finetune", "method": "full"},
+        }
+    )
+    est, perf = estimate_and_speed(s)
+    data = t.ReportData(est, s, perf)
+    assert " on 4 machines x 8 x H100 SXM: " in data.verdict_line()
+    gpu_rows = [name for name, _ in data.summary_rows() if name.startswith("GPU")]
+    assert gpu_rows == ["GPU 0-31 on the device, each"]  # one row, not 32
+    assert t.runs([5, 5, 7, 5]) == [(0, 1, 5), (2, 2, 7), (3, 3, 5)]

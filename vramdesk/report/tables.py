@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from vramdesk import __version__
 from vramdesk.core.gpu import GIB
@@ -106,6 +106,30 @@ def breakdown_rows(est: Estimate) -> list[tuple[str, str, str, int, str, str, st
     return rows
 
 
+_T = TypeVar("_T")
+
+
+def hardware_text(gpu: str, gpus_per_machine: int, machines: int = 1) -> str:
+    """The GPUs a plan runs on: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
+    gpus = f"{gpus_per_machine} x {gpu}" if gpus_per_machine > 1 else gpu
+    return f"{machines} machines x {gpus}" if machines > 1 else gpus
+
+
+def _gpus_on_the_device(first: int, last: int) -> str:
+    return f"GPU {first} on the device" if first == last else f"GPU {first}-{last} on the device, each"
+
+
+def runs(values: Sequence[_T]) -> list[tuple[int, int, _T]]:
+    """(first index, last index, value) of each run of equal consecutive values."""
+    out: list[tuple[int, int, _T]] = []
+    for i, v in enumerate(values):
+        if out and out[-1][2] == v:
+            out[-1] = (out[-1][0], i, v)
+        else:
+            out.append((i, i, v))
+    return out
+
+
 def breakdown_csv(est: Estimate) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -157,8 +181,8 @@ class ReportData:
         f = self.est.fit
         if f is None:
             return f"needs {gib(self.est.device_bytes)} GiB per GPU (no GPU chosen)"
-        gpus = f"{f.gpu_count} x {f.gpu}" if f.gpu_count > 1 else f.gpu
-        return f"{f.verdict.upper()} on {gpus}: {f.message}"
+        hw = self.scenario.hardware
+        return f"{f.verdict.upper()} on {hardware_text(f.gpu, hw.gpu_count, hw.nodes)}: {f.message}"
 
     def summary_rows(self) -> list[tuple[str, str]]:
         e = self.est
@@ -175,7 +199,9 @@ class ReportData:
         if e.host_bytes:
             rows.append(("Host memory (per machine)", f"{gib(e.host_bytes)} GiB"))
         if len(e.per_gpu) > 1:
-            rows += [(f"GPU {g.index} on the device", f"{gib(g.device_bytes)} GiB") for g in e.per_gpu]
+            # consecutive GPUs that hold the same are one row ("GPU 0-127 on the device, each")
+            for first, last, value in runs([g.device_bytes for g in e.per_gpu]):
+                rows.append((_gpus_on_the_device(first, last), f"{gib(value)} GiB"))
         p = self.perf
         if p is not None:
             if p.decode_tokens_per_s:
@@ -380,9 +406,13 @@ def build_comparison(items: Sequence[CompareItem]) -> Comparison:
     rows.append(_row("verdict", "verdict", [None if e is None or e.fit is None else e.fit.verdict for e in ests]))
     most = max((len(e.per_gpu) for e in ests if e is not None), default=0)
     if most > 1:
-        for g in range(most):
-            vals2 = [e.per_gpu[g].device_bytes if e is not None and g < len(e.per_gpu) else None for e in ests]
-            rows.append(_row("verdict", f"GPU {g} on the device", vals2, gib))
+        per_index = [
+            tuple(e.per_gpu[g].device_bytes if e is not None and g < len(e.per_gpu) else None for e in ests)
+            for g in range(most)
+        ]
+        # GPUs on which every plan holds the same as on the GPU before share a row
+        for first, last, vals2 in runs(per_index):
+            rows.append(_row("verdict", _gpus_on_the_device(first, last), list(vals2), gib))
     decode = [i.perf.decode_tokens_per_s if i.perf is not None else None for i in items]
     if any(decode):
         rows.append(_row("speed", "decode tokens/s", decode, lambda v: f"{v:.1f}"))

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from . import theme
 from .core_text import localize, localize_name
 from .i18n import tr
-from .presenter import EstimateView, pie_angles, unit_bytes, unit_name
+from .presenter import EstimateView, gpu_groups, pie_angles, unit_bytes, unit_name
 
 #: Qt angle (1/16 degree) where the first slice starts: 12 o'clock inside a y-up ViewBox
 PIE_START = -90 * 16
@@ -396,13 +396,16 @@ class BreakdownChart(QWidget):
         self._center_caption.setText(tr("allocated"))
 
     def _show_bar(self, view: EstimateView) -> None:
-        """One stacked bar per GPU holding the model (GPU 0's components; equal GPUs repeat them)."""
+        """One stacked bar per group of GPUs that hold the same (GPU 0's components; equal groups repeat them):
+        a split model shows its few distinct GPUs, 128 data-parallel GPUs one bar."""
         plot = self.bar_plot
         for item in [*self.bar_items, *self._bar_extras]:
             plot.removeItem(item)
         self.bar_items = []
         self._bar_extras = []
-        loads = view.per_gpu if len(view.per_gpu) > 1 else ()
+        groups = gpu_groups(view.per_gpu) if len(view.per_gpu) > 1 else []
+        labels = [f"GPU {a}" if a == b else f"GPU {a}–{b}" for a, b, _ in groups]
+        loads = tuple(g for _, _, g in groups) if len(groups) > 1 else ()
         first = loads[0].allocated_bytes if loads else view.peak_allocated_bytes
         same = [0] + [i for i, g in enumerate(loads) if i > 0 and g.allocated_bytes == first]
         other = [i for i, g in enumerate(loads) if i > 0 and g.allocated_bytes != first]
@@ -436,7 +439,7 @@ class BreakdownChart(QWidget):
             )
             rest.setToolTip(
                 "\n".join(
-                    f"GPU {i}: {loads[i].allocated_bytes / unit_bytes():.2f} {unit_name()} {tr('allocated')}"
+                    f"{labels[i]}: {loads[i].allocated_bytes / unit_bytes():.2f} {unit_name()} {tr('allocated')}"
                     for i in other
                 )
             )
@@ -468,7 +471,9 @@ class BreakdownChart(QWidget):
         self._bar_extras += _gpu_marks(plot, view, top, gpu_in_range, right)
         plot.setRange(xRange=(-0.45, right + 0.03), yRange=(0, top), padding=0)
         peak = f"{localize_name('peak')} ({localize_name(view.peak_phase)})"
-        ticks = [(0, peak)] if n == 1 else [(i, f"GPU {i}") for i in range(n)]
+        if n == 1 and groups:
+            peak = f"{labels[0]} ({tr('each')})"  # every GPU holds the same
+        ticks = [(0, peak)] if n == 1 else list(enumerate(labels))
         plot.getPlotItem().getAxis("bottom").setTicks([ticks])
 
 

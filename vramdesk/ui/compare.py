@@ -559,8 +559,10 @@ def _row_name(name: str, section: str) -> str:
         return localize_name(name)
     if name in ROW_NAMES:
         return tr(name)
-    m = re.fullmatch(r"GPU (\d+) on the device", name)
-    return f"GPU {m.group(1)} {tr('on the device')}" if m else name
+    m = re.fullmatch(r"GPU (\d+(?:-\d+)?) on the device(, each)?", name)
+    if m is None:
+        return name
+    return f"GPU {m.group(1)} {tr('on the device')}" + (f" ({tr('each')})" if m.group(2) else "")
 
 
 def _cells(row: CompareRow) -> list[str]:

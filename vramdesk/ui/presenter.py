@@ -29,6 +29,7 @@ from vramdesk.core.scenario import (
     TrainPrecision,
     VisionTower,
 )
+from vramdesk.report.tables import hardware_text, runs
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
 from .theme import component_colors
@@ -368,14 +369,8 @@ class GpuLoad:
 def gpu_groups(loads: tuple[GpuLoad, ...]) -> list[tuple[int, int, GpuLoad]]:
     """Consecutive GPUs that hold the same and get the same verdict, as (first index, last index, one of them):
     128 data-parallel GPUs are one group, pipeline stages or a device_map split a few."""
-    groups: list[tuple[int, int, GpuLoad]] = []
-    for g in loads:
-        if groups and groups[-1][2].device_bytes == g.device_bytes and groups[-1][2].verdict == g.verdict:
-            first, _, load = groups[-1]
-            groups[-1] = (first, g.index, load)
-        else:
-            groups.append((g.index, g.index, g))
-    return groups
+    keys = [(g.device_bytes, g.verdict) for g in loads]
+    return [(loads[a].index, loads[b].index, loads[a]) for a, b, _ in runs(keys)]
 
 
 @dataclass(frozen=True)
@@ -413,9 +408,8 @@ class EstimateView:
     machines: int = 1
 
     def hardware_text(self) -> str:
-        """ "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
-        gpus = f"{self.gpu_count} x {self.gpu_name}" if self.gpu_count > 1 else str(self.gpu_name)
-        return f"{self.machines} machines x {gpus}" if self.machines > 1 else gpus
+        """The GPUs the verdict is for: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
+        return hardware_text(str(self.gpu_name), self.gpu_count, self.machines)
 
     def summary_line(self) -> str:
         where = f" on {self.hardware_text()}"
