@@ -447,3 +447,9 @@ def test_llamacpp_row_split_divides_matrices_and_keeps_kv_on_the_main_gpu() -> N
     assert part(row, 0, "KV cache") == sum(part(layer, g, "KV cache") for g in range(3))
     assert part(row, 1, "KV cache") == 0 and part(row, 1, "row-split scratch") > 0
     assert row.per_gpu[0].device_bytes > row.per_gpu[1].device_bytes
+
+
+def test_inference_says_it_is_planned_on_one_machine() -> None:
+    s = Scenario.model_validate({"model": {"id": "Qwen/Qwen3-8B"}, "hardware": {"gpu_count": 2, "nodes": 3}})
+    est = estimate(s, default_catalog().facts("Qwen/Qwen3-8B"))
+    assert any("inference is planned on one machine: its 2 GPU(s)" in w for w in est.warnings)

@@ -8,6 +8,7 @@ estimate of the same scenario, so the UI never invents a number.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,31 @@ def test_the_new_options_round_trip_through_the_presenter() -> None:
         False,
         False,
     )
+
+
+def test_machines_are_a_fine_tuning_field_of_the_form(qtbot) -> None:
+    s = Scenario.model_validate(
+        {
+            "model": {"id": MODEL},
+            "workload": {"kind": "finetune", "method": "full"},
+            "hardware": {"gpu": GPU, "gpu_count": 8},
+            "parallelism": {"zero": 3},
+        }
+    )
+    w = make_window(qtbot, s)
+    assert w.form.nodes_spin.isEnabled() and w.form.nodes_spin.value() == 1
+    with qtbot.waitSignal(w.estimated, timeout=3000):
+        w.form.nodes_spin.setValue(4)
+    planned = w.current_scenario()
+    assert planned is not None and planned.hardware.nodes == 4
+    view = w.view
+    assert view is not None and len(view.per_gpu) == 32 and "4 machines x 8 x" in w.scenario_label.text()
+    # an inference plan runs on one machine: the field is off there, and the plan gets one machine
+    form = replace(w.form.values(), mode="inference")
+    assert scenario_from_form(planned, form).hardware.nodes == 1
+    with qtbot.waitSignal(w.estimated, timeout=3000):
+        w.tabs.setCurrentIndex(0)
+    assert not w.form.nodes_spin.isEnabled()
 
 
 def test_hardware_fields_the_form_does_not_show_are_kept() -> None:

@@ -210,6 +210,11 @@ def estimate(
     kvb, kv_label = _kv(work, fmt, arch)
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     warnings = list(arch.warnings)
+    if scenario.hardware.nodes > 1:
+        warnings.append(
+            f"inference is planned on one machine: its {scenario.hardware.gpu_count} GPU(s); the "
+            f"{scenario.hardware.nodes} machines apply to fine-tuning"
+        )
     total_len = input_len + work.output_len
     if arch.max_position and total_len > arch.max_position:
         warnings.append(

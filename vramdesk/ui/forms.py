@@ -481,6 +481,14 @@ class WorkloadForm(QWidget):
         self.gpu_combo.setMaxVisibleItems(24)
         self._fill_gpus({})
         self.gpu_count_spin = _spin(1, 4096, tr("Number of GPUs of this kind"))
+        self.nodes_spin = _spin(
+            1,
+            4096,
+            tr(
+                "Machines of this many GPUs each (fine-tuning): data parallel, ZeRO and FSDP spread over all of "
+                "them, tensor parallel stays inside one machine, host memory is per machine"
+            ),
+        )
         self.tp_spin = _spin(1, 4096, tr("Tensor parallel: each layer split across this many GPUs"))
         self.pp_spin = _spin(1, 4096, tr("Pipeline parallel: the layers split into this many stages"))
         self.zero_combo = QComboBox()
@@ -562,6 +570,7 @@ class WorkloadForm(QWidget):
         hl.addRow(self.detected_label)
         hl.addRow(tr("&GPU"), self.gpu_combo)
         hl.addRow(tr("GPU &count"), self.gpu_count_spin)
+        hl.addRow(tr("Machines"), self.nodes_spin)
         hl.addRow(tr("Tensor parallel"), self.tp_spin)
         hl.addRow(tr("Pipeline parallel"), self.pp_spin)
         hl.addRow(tr("ZeRO"), self.zero_combo)
@@ -621,6 +630,7 @@ class WorkloadForm(QWidget):
             self.grad_accum_spin,
             self.lora_rank_spin,
             self.gpu_count_spin,
+            self.nodes_spin,
             self.tp_spin,
             self.pp_spin,
         ):
@@ -744,7 +754,7 @@ class WorkloadForm(QWidget):
         self.hf_box.setEnabled(engine == "transformers")
         self.cpu_memory_spin.setEnabled(self.max_memory_spin.value() > 0)
         finetune = self.tabs.currentIndex() == 1
-        for w in (self.zero_combo, self.fsdp_check, self.offload_combo):
+        for w in (self.zero_combo, self.fsdp_check, self.offload_combo, self.nodes_spin):
             w.setEnabled(finetune)
         self.fsdp_strategy_combo.setEnabled(finetune and self.fsdp_check.isChecked())
         self.fsdp_version_combo.setEnabled(finetune and self.fsdp_check.isChecked())
@@ -850,6 +860,7 @@ class WorkloadForm(QWidget):
             offload=str(self.offload_combo.currentData()),
             gpu=self.gpu_combo.currentData(),
             gpu_count=self.gpu_count_spin.value(),
+            nodes=self.nodes_spin.value(),
         )
 
     def set_values(self, form: FormValues) -> None:
@@ -904,6 +915,7 @@ class WorkloadForm(QWidget):
             select(self.offload_combo, form.offload)
             select(self.gpu_combo, form.gpu)
             self.gpu_count_spin.setValue(form.gpu_count)
+            self.nodes_spin.setValue(form.nodes)
             self.tabs.setCurrentIndex(1 if form.mode == "finetune" else 0)
         finally:
             self._loading = False

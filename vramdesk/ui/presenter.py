@@ -175,6 +175,8 @@ class FormValues:
     #: GPU catalog name, or a detected GPU's key ("detected:0"); None = no GPU chosen (no fit verdict)
     gpu: str | None = None
     gpu_count: int = 1
+    #: machines of ``gpu_count`` GPUs each (fine-tuning over several machines)
+    nodes: int = 1
 
 
 DETECTED_PREFIX = "detected:"
@@ -235,6 +237,7 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         offload=par.offload,
         gpu=gpu_key or scenario.hardware.gpu,
         gpu_count=scenario.hardware.gpu_count,
+        nodes=scenario.hardware.nodes,
     )
 
 
@@ -325,8 +328,10 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
     gpu = form.gpu
     if gpu is not None and detected and gpu in detected:
         gpu = detected[gpu].name
-    # fields of the hardware the form does not show (a node count, ...) are kept
-    data["hardware"] = {**data["hardware"], "gpu": gpu, "gpu_count": form.gpu_count}
+    # fields of the hardware the form does not show are kept
+    # (several machines are a fine-tuning plan's: an inference plan runs on one)
+    nodes = form.nodes if form.mode == "finetune" else 1
+    data["hardware"] = {**data["hardware"], "gpu": gpu, "gpu_count": form.gpu_count, "nodes": nodes}
     return Scenario.model_validate(data)
 
 
