@@ -116,6 +116,12 @@ CHANGES: list[tuple[str, Callable[[Plan], bool], Callable[[Plan], None], str]] =
         lambda p: p["hardware"].update(gpu_count=2 * p["hardware"]["gpu_count"]),
         "down",
     ),
+    (
+        "a second machine, sharded",
+        lambda p: bool(p["parallelism"].get("zero") or p["parallelism"].get("fsdp")),
+        lambda p: p["hardware"].update(nodes=2),
+        "down",
+    ),
 ]
 
 
