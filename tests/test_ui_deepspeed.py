@@ -15,7 +15,13 @@ from vramdesk.cli import main
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
-from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, describe_plan, parse_deepspeed
+from vramdesk.services.deepspeed import (
+    DeepSpeedConfigError,
+    apply_deepspeed,
+    describe_plan,
+    looks_like_deepspeed,
+    parse_deepspeed,
+)
 from vramdesk.ui import main_window
 from vramdesk.ui.presenter import gib
 
@@ -131,3 +137,12 @@ def test_the_command_line_prints_the_file_notes_and_refuses_inference(
     assert "NVMe" in out.err and "ds_config.json" in out.err
     assert main(["estimate", MODEL, "--deepspeed", str(path), "--mode", "inference"]) != 0
     assert "--mode inference" in capsys.readouterr().err
+
+
+def test_a_dropped_deepspeed_config_is_applied_and_other_json_is_not_taken_for_one(qtbot: Any, tmp_path: Path) -> None:
+    w = make_window(qtbot, scenario_for(MODEL, "H100 SXM"))
+    w.drop_path(_write(tmp_path, ZERO3, "ds_z3.json"))
+    assert w.form.values().zero == 3 and w.form.values().mode == "finetune"
+    assert not looks_like_deepspeed(_write(tmp_path, {"model_type": "llama", "hidden_size": 8}, "cfg.json"))
+    assert not looks_like_deepspeed(_write(tmp_path, {"model": {"id": MODEL}}, "plan.json"))
+    assert looks_like_deepspeed(_write(tmp_path, {"train_batch_size": 64}, "ds.json"))

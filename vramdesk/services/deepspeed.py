@@ -318,6 +318,26 @@ def describe_plan(plan: DeepSpeedPlan) -> str:
     return ", ".join(parts)
 
 
+#: keys only a DeepSpeed config has at its top level (a model's config.json or a scenario has none of them)
+_SIGNATURE = {
+    "zero_optimization",
+    "train_micro_batch_size_per_gpu",
+    "train_batch_size",
+    "zero_allow_untested_optimizer",
+}
+
+
+def looks_like_deepspeed(path: Path) -> bool:
+    """Whether ``path`` is a DeepSpeed config rather than a model config or a scenario (for a dropped file)."""
+    try:
+        if Path(path).stat().st_size > MAX_BYTES:
+            return False
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and bool(_SIGNATURE & set(data)) and "model_type" not in data
+
+
 def read_deepspeed(path: Path) -> DeepSpeedPlan:
     path = Path(path)
     if not path.is_file():

@@ -47,7 +47,13 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
 from vramdesk.services.accuracy import MeasuredSet, measured_accuracy
 from vramdesk.services.catalog import Catalog, default_catalog
-from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, describe_plan, read_deepspeed
+from vramdesk.services.deepspeed import (
+    DeepSpeedConfigError,
+    apply_deepspeed,
+    describe_plan,
+    looks_like_deepspeed,
+    read_deepspeed,
+)
 from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.services.search import HubAnswer, SearchResult, hub_results, local_results
@@ -1254,8 +1260,12 @@ class MainWindow(QMainWindow):
         event.ignore()
 
     def drop_path(self, path: Path) -> None:
-        """A dropped file or folder: a scenario file opens; a config.json, folder or .gguf becomes the model."""
+        """A dropped file or folder: a scenario file opens; a DeepSpeed config plans with it; a config.json,
+        folder or .gguf becomes the model."""
         if path.is_file() and path.suffix.lower() == ".json" and path.name != "config.json":
+            if looks_like_deepspeed(path):
+                self.apply_deepspeed_file(path)
+                return
             try:
                 self.set_scenario(load_scenario(path))
                 return
