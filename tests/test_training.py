@@ -628,3 +628,17 @@ def test_the_reserved_level_is_flagged_where_gpu_runs_showed_the_rule_low() -> N
     assert not flagged(method="full", optimizer="adamw")
     assert not flagged(method="lora")
     assert not flagged(method="full", optimizer="adafactor", expandable_segments=True)
+
+
+def test_start_up_cpu_memory_of_processes_that_each_load_the_whole_model() -> None:
+    # DeepSpeed's ZeRO-2 estimator counts 4 B x parameters x GPUs per machine of CPU memory at start-up: every
+    # process builds the whole model on the CPU first (here in fp32, AMP's parameter dtype)
+    p = 8_030_261_248
+
+    def said(parallel: dict[str, Any], gpus: int) -> list[str]:
+        est = train(LLAMA, method="full", precision="amp-bf16", parallel=parallel, gpus=gpus)
+        return [w for w in est.warnings if w.startswith("at start-up")]
+
+    (line,) = said({"zero": 2}, 8)
+    assert f"about {8 * 4 * p / GIB:.0f} GiB of CPU memory per machine" in line
+    assert said({"zero": 3}, 8) == said({"fsdp": True}, 8) == said({}, 1) == []

@@ -1053,6 +1053,17 @@ def training_phases(
         )
     if work.method == "qlora" and (par.zero == 3 or par.fsdp):
         warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
+    per_machine = min(gpus_per_node or sh.n, sh.n)
+    if per_machine > 1 and not (par.zero == 3 or par.fsdp) and tr.base_kind == "float":
+        # every rank builds the whole model on the CPU before moving it to its GPU (DeepSpeed's own ZeRO-1/2
+        # estimator counts 4 B x parameters x GPUs per machine of CPU memory for it); ZeRO-3's zero.Init and FSDP's
+        # RAM-efficient loading partition the weights as they load
+        whole = tr.base_bytes / GIB
+        warnings.append(
+            f"at start-up each of the {per_machine} processes on a machine loads the whole model ({whole:.1f} GiB) "
+            f"into CPU memory before moving it to its GPU: about {per_machine * whole:.0f} GiB of CPU memory per "
+            "machine for a moment, unless the weights load partitioned (ZeRO-3, FSDP)"
+        )
     stages: list[list[Phase]] = []
     if pp > 1:
         stages = pipeline_stages(facts, phases, pp, work.grad_accum)
