@@ -472,7 +472,7 @@ class BreakdownChart(QWidget):
         plot.setRange(xRange=(-0.45, right + 0.03), yRange=(0, top), padding=0)
         peak = f"{localize_name('peak')} ({localize_name(view.peak_phase)})"
         if n == 1 and groups:
-            peak = f"{labels[0]} ({tr('each')})"  # every GPU holds the same
+            peak = tr("{gpus} (each)").format(gpus=labels[0])  # every GPU holds the same
         ticks = [(0, peak)] if n == 1 else list(enumerate(labels))
         plot.getPlotItem().getAxis("bottom").setTicks([ticks])
 

@@ -562,7 +562,8 @@ def _row_name(name: str, section: str) -> str:
     m = re.fullmatch(r"GPU (\d+(?:-\d+)?) on the device(, each)?", name)
     if m is None:
         return name
-    return f"GPU {m.group(1)} {tr('on the device')}" + (f" ({tr('each')})" if m.group(2) else "")
+    name = f"GPU {m.group(1)} {tr('on the device')}"
+    return tr("{gpus} (each)").format(gpus=name) if m.group(2) else name
 
 
 def _cells(row: CompareRow) -> list[str]:

@@ -884,7 +884,7 @@ class MainWindow(QMainWindow):
         # GPUs that hold the same are one chip ("GPU 0-127, each"): a 16-machine plan once listed 128 chips
         for first, last, g in gpu_groups(view.per_gpu):
             color = theme.VERDICT_COLORS.get(g.verdict, theme.VERDICT_COLORS[None])
-            which = f"GPU {first}" if first == last else f"GPU {first}–{last} ({tr('each')})"
+            which = f"GPU {first}" if first == last else tr("{gpus} (each)").format(gpus=f"GPU {first}–{last}")
             chips.append(
                 f'<span style="color:{color}">&#9632;</span>&nbsp;{which}: {gib(g.device_bytes)} '
                 f"({g.fraction * 100:.0f}%)"
