@@ -642,3 +642,13 @@ def test_start_up_cpu_memory_of_processes_that_each_load_the_whole_model() -> No
     (line,) = said({"zero": 2}, 8)
     assert f"about {8 * 4 * p / GIB:.0f} GiB of CPU memory per machine" in line
     assert said({"zero": 3}, 8) == said({"fsdp": True}, 8) == said({}, 1) == []
+
+
+def test_zero3_holds_the_whole_lm_head_from_the_logits_into_its_backward() -> None:
+    # DeepSpeed gathers a module's parameters whole for its forward; Gemma-2-2B's tied 256k x 2304 head (590 M
+    # parameters) is far larger than the two decoder layers the gather term counts elsewhere
+    est = train("google/gemma-2-2b-it", method="full", parallel={"zero": 3}, gpus=8)
+    arch = default_catalog().facts("google/gemma-2-2b-it").arch
+    gathered = {p.name: c.bytes for p in est.phases for c in p.components if c.name == "gathered layer parameters"}
+    assert gathered["forward"] == gathered["loss + start of backward"] == pytest.approx(2 * arch.vocab * arch.hidden)
+    assert gathered["backward (end)"] < gathered["forward"] / 2

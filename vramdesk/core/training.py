@@ -848,6 +848,25 @@ def training_phases(
         text_tensors, chosen, work, base_kind, (tr.gptq_largest, tr.gptq_bits), tr.adapter_copy_b, par.tp
     )
     extra += dequantised
+    # ZeRO-3 gathers a module's parameters whole for its forward: at the logits that is the lm_head (the tied
+    # embedding), held through the loss into its own backward; a large vocabulary outweighs two decoder layers
+    # (Gemma-2-2B: 590 M parameters against 2 x 85 M). FSDP keeps its root unit instead (gathered_layers)
+    extra_at_head = extra
+    if gathered and par.zero == 3 and not par.fsdp:
+        lm_head = 2 * arch.vocab * arch.hidden / par.tp
+        if lm_head > gathered:
+            extra_at_head = [
+                comp(
+                    "gathered layer parameters",
+                    lm_head,
+                    "weights",
+                    "ZeRO-3: the lm_head gathered whole for the logits, held until its backward (larger than the "
+                    "current and prefetched layer)",
+                )
+                if c.name == "gathered layer parameters"
+                else c
+                for c in extra
+            ]
     forward_extra = [*unpack, *forward_only]
     if train_vision:
         warnings.append(
@@ -967,11 +986,11 @@ def training_phases(
     phases = [
         Phase(
             name="forward",
-            components=(c_weights, c_states, *held, early, c_logits, *head_copy, *extra, *forward_extra),
+            components=(c_weights, c_states, *held, early, c_logits, *head_copy, *extra_at_head, *forward_extra),
         ),
         Phase(
             name="loss + start of backward",
-            components=(c_weights, c_states, *held, early, c_loss, *head_copy, *fresh, *extra),
+            components=(c_weights, c_states, *held, early, c_loss, *head_copy, *fresh, *extra_at_head),
         ),
     ]
     retained: tuple[Component, ...] = ()
