@@ -337,3 +337,25 @@ def test_sharding_changes_follow_the_plan(
 ) -> None:
     keys = {c.change.key for c in _sharding_candidates(_plan(gpus, parallelism))}
     assert offered <= keys and not keys & not_offered
+
+
+def test_a_fine_tune_that_needs_more_machines_is_offered_them() -> None:
+    """A 70B full fine-tune does not fit 8 H100s even with ZeRO-3; besides LoRA and offload, the changes name the
+    machines that would hold it as planned (each extra GPU costs 2, so they rank last)."""
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-70B"},
+            "workload": {"kind": "finetune", "method": "full", "precision": "amp-bf16"},
+            "hardware": {"gpu": "H100 SXM", "gpu_count": 8},
+            "parallelism": {"zero": 3},
+        }
+    )
+    res = smallest_changes(s, cat.facts(s.model.id), cat.gpu("H100 SXM"))
+    machines = [o for o in res.options if len(o.changes) == 1 and "machines x 8 x H100 SXM" in o.summary]
+    assert machines, [o.summary for o in res.options]
+    (more,) = machines
+    planned = Scenario.model_validate(more.scenario)
+    assert planned.hardware.gpu_count == 8 and planned.hardware.nodes > 1
+    assert more.cost == 2.0 * 8 * (planned.hardware.nodes - 1)
+    assert verdict(planned) == "fits"

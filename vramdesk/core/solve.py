@@ -282,6 +282,8 @@ def maximize(
 #: GPUs in one machine when a fine-tune outgrows the plan's own: a common 8-GPU server (a plan that already spans
 #: machines keeps its own GPUs per machine)
 GPUS_PER_MACHINE = 8
+#: the most machines "what to change" suggests for a fine-tune that needs more GPUs
+MAX_MACHINES = 8
 
 
 def gpu_counts(scenario: Scenario, max_gpus: int) -> list[tuple[int, int]]:
@@ -832,23 +834,29 @@ def smallest_changes(
             o = attempt(list(trio))
             if o is not None:
                 options.append(o)
-    if scenario.hardware.gpu_count < max_gpus:
+    now = scenario.hardware.gpu_count * scenario.hardware.nodes
+    # a fine-tune may also grow by whole machines (up to 8 of them); inference stays on one machine
+    most = max(max_gpus, MAX_MACHINES * GPUS_PER_MACHINE) if isinstance(work, FinetuneWorkload) else max_gpus
+    if now < most:
         # more GPUs alone, then each fixed edit with the fewest GPUs it then needs (when that saves GPUs)
         plain: int | None = None
         for cand in (None, *[c for c in cands if c.solve is None]):
             start = scenario if cand is None else cand.apply(scenario)
-            g = minimize_gpus(start, facts, gpu, max_gpus=max_gpus, allow_tight=allow_tight)
+            g = minimize_gpus(start, facts, gpu, max_gpus=most, allow_tight=allow_tight)
             tried += g.evaluations
-            if g.gpus is None or g.gpus <= scenario.hardware.gpu_count or g.scenario is None or g.at_value is None:
+            if g.gpus is None or g.gpus <= now or g.scenario is None or g.at_value is None:
                 continue
             if cand is None:
                 plain = g.gpus
             elif (plain is not None and g.gpus >= plain) or cand.change.key in singles_ok:
                 continue
-            extra = g.gpus - scenario.hardware.gpu_count
-            ch = Change(
-                key=f"gpus={g.gpus}", description=f"{g.gpus} x {gpu.name} ({g.how})", quality_cost=0, speed_cost=0
+            extra = g.gpus - now
+            where = (
+                f"{g.machines} machines x {g.gpus // g.machines} x {gpu.name}"
+                if g.machines > 1
+                else f"{g.gpus} x {gpu.name}"
             )
+            ch = Change(key=f"gpus={g.gpus}", description=f"{where} ({g.how})", quality_cost=0, speed_cost=0)
             changes = (ch,) if cand is None else (cand.change, ch)
             solved = Scenario.model_validate(g.scenario)
             _, est_g = probe(solved, facts, gpu)
