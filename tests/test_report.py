@@ -169,3 +169,24 @@ def test_a_plan_over_machines_names_them_and_groups_equal_gpus() -> None:
     gpu_rows = [name for name, _ in data.summary_rows() if name.startswith("GPU")]
     assert gpu_rows == ["GPU 0-31 on the device, each"]  # one row, not 32
     assert t.runs([5, 5, 7, 5]) == [(0, 1, 5), (2, 2, 7), (3, 3, 5)]
+
+
+def test_a_comparison_names_machines_and_groups_equal_gpus() -> None:
+    def item(nodes: int) -> t.CompareItem:
+        s = Scenario.model_validate(
+            {
+                "model": {"id": "meta-llama/Llama-3.1-8B"},
+                "hardware": {"gpu": "H100 SXM", "gpu_count": 8, "nodes": nodes},
+                "parallelism": {"zero": 3},
+                "workload": {"kind": "finetune", "method": "full"},
+            }
+        )
+        est, perf = estimate_and_speed(s)
+        return t.CompareItem(f"{nodes} machines", s, est, perf)
+
+    cmp = t.build_comparison([item(1), item(2)])
+    rows = {r.name: r.cells for r in cmp.rows}
+    assert rows["GPU"] == ("8 x H100 SXM", "2 machines x 8 x H100 SXM")
+    gpu_rows = [name for name in rows if name.startswith("GPU ") and "on the device" in name]
+    # GPUs 0-7 exist in both plans (different figures), 8-15 only in the second: two rows, not sixteen
+    assert gpu_rows == ["GPU 0-7 on the device, each", "GPU 8-15 on the device, each"]

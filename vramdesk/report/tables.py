@@ -368,10 +368,6 @@ def _row(section: str, name: str, values: Sequence[Any], fmt: Any = _cell) -> Co
     return CompareRow(section, name, cells, tuple(values), len(set(cells)) > 1)
 
 
-def _gpus(e: Estimate) -> str | None:
-    return None if e.fit is None else f"{e.fit.gpu_count} x {e.fit.gpu}"
-
-
 def build_comparison(items: Sequence[CompareItem]) -> Comparison:
     """Inputs (differences flagged), each component at the peak, totals at each level, verdict per GPU."""
     inputs = [scenario_inputs(i.scenario) for i in items]
@@ -398,11 +394,13 @@ def build_comparison(items: Sequence[CompareItem]) -> Comparison:
     ):
         rows.append(_row("total", label, [None if e is None else getattr(e, attr) for e in ests], gib))
     rows.append(_row("total", "peak phase", [None if e is None else e.peak_phase for e in ests]))
-    rows.append(
-        _row(
-            "verdict", "GPU", [None if e is None or e.fit is None else f"{e.fit.gpu_count} x {e.fit.gpu}" for e in ests]
-        )
-    )
+    hardware = [
+        None
+        if i.est is None or i.est.fit is None
+        else hardware_text(i.est.fit.gpu, i.scenario.hardware.gpu_count, i.scenario.hardware.nodes)
+        for i in items
+    ]
+    rows.append(_row("verdict", "GPU", hardware))
     rows.append(_row("verdict", "verdict", [None if e is None or e.fit is None else e.fit.verdict for e in ests]))
     most = max((len(e.per_gpu) for e in ests if e is not None), default=0)
     if most > 1:
