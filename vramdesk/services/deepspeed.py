@@ -170,7 +170,10 @@ def _unmodelled(zero: Mapping[str, Any]) -> list[str]:
             notes.append(f"{key} (ZeRO++) is not modelled: it changes only communication buffers")
     tuned = [k for k in ("stage3_max_live_parameters", "stage3_prefetch_bucket_size") if k in zero]
     if tuned and not all(_is_auto(zero[k]) for k in tuned):
-        notes.append(f"{' and '.join(tuned)} read but not modelled: the plan keeps two layers gathered at a time")
+        notes.append(
+            f"{' and '.join(tuned)} read but not modelled: the plan keeps two layers gathered at a time (the lm_head "
+            "at the loss)"
+        )
     return notes
 
 
