@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.out:
         ap.error("--out is required")
-    from measure_steps import run_child  # the sibling script (this one runs from its folder)
+    from measure_steps import run_child, summary  # the sibling script (this one runs from its folder)
 
     start = time.monotonic()
     for n, case in enumerate(cases):
@@ -149,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_child(cmd, args.timeout, case)
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(result) + "\n")
-        summary = result.get("error") or (
-            f"allocated {result['peak_allocated'] / 2**30:.2f} GiB, reserved {result['peak_reserved'] / 2**30:.2f} "
-            f"GiB, NVML {result['nvml_used_max'] / 2**30:.2f} GiB, {result['wall_s']} s"
-        )
-        print(f"{spec}: {summary}", flush=True)
+        print(f"{spec}: {summary(result)}", flush=True)
     return 0
 
 

@@ -210,6 +210,17 @@ def run_child(
     return result
 
 
+def summary(result: dict[str, Any]) -> str:
+    """One run's figures (or its error) for the console."""
+    return str(
+        result.get("error")
+        or (
+            f"allocated {result['peak_allocated'] / 2**30:.2f} GiB, reserved {result['peak_reserved'] / 2**30:.2f} GiB, "
+            f"NVML {result['nvml_used_max'] / 2**30:.2f} GiB, {result['wall_s']} s"
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*", help="trace names in benchmarks/data/traces (without .jsonl.gz)")
@@ -256,12 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         result = run_child(cmd, args.timeout, {"trace": name}, env)
         with open(args.out, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(result) + "\n")
-        summary = result.get("error") or (
-            f"allocated {result['peak_allocated'] / 2**30:.2f} GiB, "
-            f"reserved {result['peak_reserved'] / 2**30:.2f} GiB, "
-            f"NVML {result['nvml_used_max'] / 2**30:.2f} GiB, {result['wall_s']} s"
-        )
-        print(f"{name}: {summary}", flush=True)
+        print(f"{name}: {summary(result)}", flush=True)
     return 0
 
 

@@ -30,3 +30,9 @@ class GpuSpec(BaseModel):
             return int(self.compute_capability.split(".")[0])
         except ValueError:
             return 0
+
+
+def hardware_text(gpu: str, gpus_per_machine: int, machines: int = 1) -> str:
+    """The GPUs a plan runs on: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
+    gpus = f"{gpus_per_machine} x {gpu}" if gpus_per_machine > 1 else gpu
+    return f"{machines} machines x {gpus}" if machines > 1 else gpus

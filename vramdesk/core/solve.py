@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .dtypes import FormatError, kv_bits
 from .estimate import EstimateError, ModelFacts, estimate, resolve_format
-from .gpu import GpuSpec
+from .gpu import GpuSpec, hardware_text
 from .performance import PerformanceError, performance
 from .result import Estimate
 from .scenario import MAX_TOKENS, FinetuneWorkload, InferenceWorkload, Scenario
@@ -356,7 +356,7 @@ def minimize_gpus(
         p, _ = probe(s, facts, gpu)
         p = p.model_copy(update={"value": n})
         if p.verdict in accepted:
-            where = f"{machines} machines x {per} x {gpu.name} = {n} GPUs" if machines > 1 else f"{n} x {gpu.name}"
+            where = hardware_text(gpu.name, per, machines) + (f" = {n} GPUs" if machines > 1 else "")
             return GpuCountResult(
                 gpu=gpu.name,
                 gpus=n,
@@ -851,11 +851,7 @@ def smallest_changes(
             elif (plain is not None and g.gpus >= plain) or cand.change.key in singles_ok:
                 continue
             extra = g.gpus - now
-            where = (
-                f"{g.machines} machines x {g.gpus // g.machines} x {gpu.name}"
-                if g.machines > 1
-                else f"{g.gpus} x {gpu.name}"
-            )
+            where = hardware_text(gpu.name, g.gpus // g.machines, g.machines)
             ch = Change(key=f"gpus={g.gpus}", description=f"{where} ({g.how})", quality_cost=0, speed_cost=0)
             changes = (ch,) if cand is None else (cand.change, ch)
             solved = Scenario.model_validate(g.scenario)

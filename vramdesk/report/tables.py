@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from vramdesk import __version__
-from vramdesk.core.gpu import GIB
+from vramdesk.core.gpu import GIB, hardware_text
 from vramdesk.core.performance import Performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
@@ -107,12 +107,6 @@ def breakdown_rows(est: Estimate) -> list[tuple[str, str, str, int, str, str, st
 
 
 _T = TypeVar("_T")
-
-
-def hardware_text(gpu: str, gpus_per_machine: int, machines: int = 1) -> str:
-    """The GPUs a plan runs on: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
-    gpus = f"{gpus_per_machine} x {gpu}" if gpus_per_machine > 1 else gpu
-    return f"{machines} machines x {gpus}" if machines > 1 else gpus
 
 
 def _gpus_on_the_device(first: int, last: int) -> str:

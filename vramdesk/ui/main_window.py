@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import ModelFacts
-from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.gpu import GpuSpec, hardware_text
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
@@ -848,7 +848,9 @@ class MainWindow(QMainWindow):
             self.scenario_label.setText(view.model_id)
         else:
             free = f" ({tr('free memory of the detected GPU')})" if view.uses_free_memory else ""
-            gpus = view.hardware_text().replace(" machines x ", f" {tr('machines')} x ")
+            gpus = hardware_text(view.gpu_name, view.gpu_count)
+            if view.machines > 1:
+                gpus = tr("{n} machines x {gpus}").format(n=view.machines, gpus=gpus)
             self.scenario_label.setText(f"{view.model_id} {tr('on')} {gpus}{free}")
         self._show_gpu_chips(view)
         self.setWindowTitle(f"vramdesk — {view.model_id}")

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from vramdesk.core.estimate import ModelFacts, estimate
 from vramdesk.core.fit import verdict as fit_verdict
-from vramdesk.core.gpu import GIB, GpuSpec
+from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
 from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import (
     AdapterDtype,
@@ -29,7 +29,7 @@ from vramdesk.core.scenario import (
     TrainPrecision,
     VisionTower,
 )
-from vramdesk.report.tables import hardware_text, runs
+from vramdesk.report.tables import runs
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
 from .theme import component_colors
