@@ -215,7 +215,8 @@ def summary(result: dict[str, Any]) -> str:
     return str(
         result.get("error")
         or (
-            f"allocated {result['peak_allocated'] / 2**30:.2f} GiB, reserved {result['peak_reserved'] / 2**30:.2f} GiB, "
+            f"allocated {result['peak_allocated'] / 2**30:.2f} GiB, "
+            f"reserved {result['peak_reserved'] / 2**30:.2f} GiB, "
             f"NVML {result['nvml_used_max'] / 2**30:.2f} GiB, {result['wall_s']} s"
         )
     )
