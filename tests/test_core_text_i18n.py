@@ -289,6 +289,8 @@ FINETUNE += [
     S(L8, "H100 SXM", kind="finetune", method="full", checkpoint_every=4, seq_len=8192),
     S(L8, "H100 SXM", gpus=2, kind="finetune", method="full", parallel={"tp": 2}, grad_checkpointing=False),
     S(L8, "H100 SXM", kind="finetune", method="lora", modules_to_save=["embed", "lm_head"], lora_bias="all"),
+    # Adafactor's fp32 copies of the embedding outgrow every block the activations leave (new segments)
+    S(L8, "H100 SXM", kind="finetune", method="full", optimizer="adafactor", seq_len=512),
     S(L8, "H100 SXM", kind="finetune", method="lora", adapter_dtype="base", grad_accum=2),
     S(L8, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),
     S(QWEN1.model_id, "A100 80GB SXM", kind="finetune", method="lora", precision="fp16", parallel={"zero": 2}),

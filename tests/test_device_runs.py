@@ -77,6 +77,21 @@ def test_the_estimate_matches_the_gpu_allocated_peak_and_phase(report: ModuleTyp
         assert gpu_peak.startswith("opt") == (est.peak_phase == "optimizer step"), (run["trace"], gpu_peak)
 
 
+def test_the_estimate_matches_the_gpu_reserved_peak(report: ModuleType) -> None:
+    """vramdesk's reserved level against max_memory_reserved of the same runs: within 7 % but for the trained
+    embedding / head copies, whose gap the estimate warns about (it must stay an underestimate the warning
+    describes, or the warning is stale)."""
+    for run in _gpu_runs(report):
+        scenario, config, gpu = report.device_scenario(run)
+        est = estimate(scenario, model_facts(config, scenario.model.id), gpu)
+        ratio = est.peak_reserved_bytes / run["peak_reserved"]
+        if run["trace"] == "g-qwen15-lora-qv-save-embed-head-b1-s1024":
+            assert 0.78 < ratio < 0.88, ratio
+            assert any("measured run of this kind reserved 18 %" in w for w in est.warnings)
+        else:
+            assert abs(ratio - 1) < 0.07, (run["trace"], run["alloc_conf"], ratio)
+
+
 def test_the_next_gpu_session_runs_what_is_not_measured_yet() -> None:
     """measure_steps.py --unmeasured: traces without a GPU result, none it cannot set up or that cannot fit."""
     steps = load_benchmark("measure_steps", "device")

@@ -617,17 +617,63 @@ def test_forloop_and_paged_32bit_adamw() -> None:
 
 
 def test_the_reserved_level_is_flagged_where_gpu_runs_showed_the_rule_low() -> None:
-    """Adafactor and trained embedding / head copies reserved 13-18 % more on an H200 than the rule gives; the
-    estimate says so there, and only there (nor with expandable segments, whose rule is another)."""
+    """Trained embedding / head copies reserved 18 % more on an H200 than the rule gives; the estimate says so
+    there, and only there (nor with expandable segments, whose rule is another). Adafactor's gap is modelled."""
 
     def flagged(**work: Any) -> bool:
-        return any("measured runs of this kind reserved" in w for w in train("Qwen/Qwen2.5-1.5B", **work).warnings)
+        return any("measured run of this kind reserved" in w for w in train("Qwen/Qwen2.5-1.5B", **work).warnings)
 
-    assert flagged(method="full", optimizer="adafactor")
     assert flagged(method="lora", modules_to_save=["lm_head"])
     assert not flagged(method="full", optimizer="adamw")
     assert not flagged(method="lora")
-    assert not flagged(method="full", optimizer="adafactor", expandable_segments=True)
+    assert not flagged(method="full", optimizer="adafactor")
+    assert not flagged(method="lora", modules_to_save=["lm_head"], expandable_segments=True)
+
+
+def test_step_temporaries_larger_than_any_cached_block_take_new_segments() -> None:
+    """Adafactor steps Qwen2.5-1.5B's tied embedding (233 M parameters) in fp32 copies of 890 MiB, larger than the
+    594 MiB log-softmax blocks 1,024 tokens leave cached: the replayed trace reserves them on top of the backward's
+    reservation. At 8,192 tokens the cached blocks are larger and nothing is added."""
+    embed = 151936 * 1536
+
+    def run(**work: Any) -> Estimate:
+        return train("Qwen/Qwen2.5-1.5B", method="full", **work)
+
+    def step_part(est: Estimate) -> str:
+        return est.constants["training fragmentation"]
+
+    short = run(optimizer="adafactor")
+    backward_peak = max(p.allocated_bytes for p in short.phases if p.name != "optimizer step")
+    # bf16 parameters: the gradient's, the parameter's, grad^2 + eps and the update, all fp32
+    assert short.peak_reserved_bytes >= backward_peak + 4 * embed * 4
+    assert "take new segments, 3.48 GiB more reserved" in step_part(short)
+    for other in (
+        run(optimizer="adafactor", seq_len=8192),
+        run(optimizer="adafactor", expandable_segments=True),
+        run(optimizer="adamw"),  # bf16 foreach temporaries of 445 MiB fit the cached blocks
+        run(optimizer="adamw-fused"),
+        run(optimizer="sgd"),
+        train("Qwen/Qwen2.5-1.5B", parallel={"zero": 2}, gpus=2, method="full", optimizer="adafactor"),
+    ):
+        assert "new segments" not in step_part(other)
+        top = max(p.allocated_bytes for p in other.phases)
+        assert other.peak_reserved_bytes >= top
+
+
+def test_step_new_segments_per_optimizer() -> None:
+    from vramdesk.core.training import step_new_segments
+
+    sizes, block = [1000, 600, 10], 1000  # elements; a 1,000-byte cached block
+    assert step_new_segments("adamw", sizes, 2, block) == (2000 + 1200, 2)
+    assert step_new_segments("adamw-torch2.0", sizes, 2, block) == (2 * 3200, 2)
+    assert step_new_segments("adamw-forloop", sizes, 2, block) == (2000, 1)
+    assert step_new_segments("adamw-fused", sizes, 2, block) == (0, 0)
+    assert step_new_segments("adamw-8bit", sizes, 2, block) == (0, 0)
+    # Adafactor: fp32 copies of the largest tensor, 4 of them for 16-bit parameters, 2 for fp32 ones
+    assert step_new_segments("adafactor", sizes, 2, block) == (4 * 1000 * 4, 1)
+    assert step_new_segments("adafactor", sizes, 4, block) == (2 * 1000 * 4, 1)
+    assert step_new_segments("adafactor", sizes, 2, 4000) == (0, 0)
+    assert step_new_segments("adamw", sizes, 2, 2000) == (0, 0)
 
 
 def test_start_up_cpu_memory_of_processes_that_each_load_the_whole_model() -> None:

@@ -370,7 +370,12 @@ def _estimate_training(
 
     def levels(ph: tuple[Phase, ...]) -> tuple[Phase, int, int]:
         top = max(ph, key=lambda p: p.allocated_bytes)
-        return top, top.allocated_bytes, top.allocated_bytes + reserve_slack(ph)
+        slack = reserve_slack(ph)
+        # what the forward and backward reserved stays cached through the step; the step's temporaries that fit
+        # none of those blocks come on top (training.step_new_segments)
+        activation_peak = max((p.allocated_bytes for p in ph if p.name != "optimizer step"), default=0)
+        reserved = max(top.allocated_bytes, activation_peak + run.step_segments) + slack
+        return top, top.allocated_bytes, reserved
 
     def reserve_slack(ph: tuple[Phase, ...]) -> int:
         """Cached but unusable blocks at the reserved peak (see K.TRAIN_RESERVE_LOSS_HEAD): the pool grows in the
@@ -448,7 +453,7 @@ def _estimate_training(
     constants = dict(K.SOURCES)
     constants["training fragmentation"] = (
         K.SOURCES_TRAINING_EXPANDABLE if work.expandable_segments else K.SOURCES_TRAINING
-    )
+    ) + (f"; {run.step_segments_text}" if run.step_segments_text else "")
     return Estimate(
         model_id=facts.model_id,
         params=params,
