@@ -135,5 +135,23 @@ def test_settings_that_change_memory_but_are_not_modelled_are_said() -> None:
     assert "mics" not in said  # -1 is DeepSpeed's "off"
     assert "MiCS" in " ".join(parse_deepspeed({"zero_optimization": {"stage": 3, "mics_shard_size": 8}}).notes)
     # HF's "auto" values are what the integration fills in: nothing to say
-    quiet = parse_deepspeed({"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": "auto"}})
+    quiet = parse_deepspeed(
+        {"bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": "auto"}}
+    )
     assert quiet.notes == ()
+
+
+def test_precision_and_batch_sections_deepspeed_would_refuse_or_read_otherwise() -> None:
+    # DeepSpeed refuses bf16 and fp16 together, and a micro-batch or accumulation of 0
+    for bad, key in (
+        ({"bf16": {"enabled": True}, "fp16": {"enabled": True}}, "'bf16' and 'fp16' are both enabled"),
+        ({"train_micro_batch_size_per_gpu": 0}, "'train_micro_batch_size_per_gpu' must be at least 1"),
+        ({"gradient_accumulation_steps": 0}, "'gradient_accumulation_steps' must be at least 1"),
+    ):
+        with pytest.raises(DeepSpeedConfigError, match=key):
+            parse_deepspeed({"zero_optimization": {"stage": 2}, **bad})
+    # no precision section: DeepSpeed alone would train in fp32; the plan keeps its own precision and says so
+    plain = parse_deepspeed({"zero_optimization": {"stage": 2}})
+    assert "precision" not in plain.options
+    assert any("no bf16 / fp16 section" in n for n in plain.notes)
+    assert not any("no bf16" in n for n in parse_deepspeed({"fp16": {"enabled": False}}).notes)

@@ -134,6 +134,9 @@ def test_eight_bit_adam_is_smaller_than_adamw() -> None:
 def test_zero_sharding_matches_deepspeed_model_state_formulas() -> None:
     # deepspeed.runtime.zero estimate_zero{2,3}_model_states_mem_needs (no offload), per GPU:
     #   ZeRO-2: 4 x P + 16 x P / N          ZeRO-3: 4 x largest_layer_params + 18 x P / N
+    # The ZeRO-2 estimator keeps the 16-bit gradients whole, which is what ZeRO-1 does; ZeRO-2's code clears the
+    # gradients outside a rank's partition once their bucket is reduced (stage_1_and_2.py reduce_ipg_grads), so
+    # its per-GPU states are the ZeRO paper's 2 x P + (2 + 16) x P / N (the fp32 gradient partition among the 16)
     p, n = 8_030_261_248, 8
     cat = default_catalog()
     largest_layer = max(sum(t.numel for t in cat.facts(LLAMA).tensors if t.layer == i) for i in range(32))
@@ -144,7 +147,8 @@ def test_zero_sharding_matches_deepspeed_model_state_formulas() -> None:
         keep = {"weights", "gradients", "optimizer states", "gathered layer parameters"}
         return sum(c.bytes for c in step.components if c.name in keep)
 
-    assert model_states(2) == pytest.approx(4 * p + 16 * p / n, rel=1e-6)
+    assert model_states(1) == pytest.approx(4 * p + 16 * p / n, rel=1e-6)
+    assert model_states(2) == pytest.approx(2 * p + 18 * p / n, rel=1e-6)
     assert model_states(3) == pytest.approx(4 * largest_layer + 18 * p / n, rel=1e-6)
     z3 = train(LLAMA, method="full", precision="bf16", parallel={"zero": 3}, gpus=n)
     assert len(z3.per_gpu) == n
@@ -698,3 +702,22 @@ def test_zero3_holds_the_whole_lm_head_from_the_logits_into_its_backward() -> No
     gathered = {p.name: c.bytes for p in est.phases for c in p.components if c.name == "gathered layer parameters"}
     assert gathered["forward"] == gathered["loss + start of backward"] == pytest.approx(2 * arch.vocab * arch.hidden)
     assert gathered["backward (end)"] < gathered["forward"] / 2
+
+
+def test_qlora_on_16_bit_weights_and_offload_without_a_sharding_framework_are_refused() -> None:
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {"model": {"id": LLAMA}, "weights": "bf16", "workload": {"kind": "finetune", "method": "qlora"}}
+    )
+    with pytest.raises(EstimateError, match="QLoRA trains adapters on a quantised base, but the weights are bf16"):
+        estimate(s, cat.facts(LLAMA), None)
+    nf4 = s.model_copy(update={"weights": "nf4"})
+    assert estimate(nf4, cat.facts(LLAMA), None).peak_allocated_bytes > 0
+    # plain PyTorch moves nothing to the CPU: optimizer offload is DeepSpeed's (any stage) or FSDP's, parameter
+    # offload ZeRO-3's or FSDP's
+    with pytest.raises(EstimateError, match="add ZeRO-2"):
+        train(LLAMA, method="full", parallel={"offload": "optimizer"})
+    with pytest.raises(EstimateError, match="use --zero 3 or --fsdp, not ZeRO-2"):
+        train(LLAMA, method="full", parallel={"zero": 2, "offload": "params"})
+    assert train(LLAMA, method="full", parallel={"zero": 1, "offload": "optimizer"}).host_bytes > 0
+    assert train(LLAMA, method="full", parallel={"zero": 3, "offload": "params"}).host_bytes > 0

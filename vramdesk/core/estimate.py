@@ -339,6 +339,11 @@ def _estimate_training(
             # FP8 / MXFP4 / ... kernels have no backward: training loads them dequantised (dequantize=True)
             dequantised = stored.label
     quantised = base.kind != "float" if isinstance(base, WeightFormat) else base not in ("auto", "bf16", "fp16", "fp32")
+    if work.method == "qlora" and not quantised and base != "auto":
+        raise EstimateError(
+            f"QLoRA trains adapters on a quantised base, but the weights are {base}: that is LoRA "
+            "(--method lora), or keep QLoRA with a 4-bit base (--weights nf4, or leave the weights on auto)"
+        )
     if work.method == "full" and quantised:
         label = (base if isinstance(base, WeightFormat) else resolve_format(scenario, facts.arch)[0]).label
         raise EstimateError(

@@ -101,9 +101,12 @@ DEEPSPEED_FLAT_TEXT = (
 
 def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] | None = None) -> ModelStates:
     """DeepSpeed's mixed precision (fp16 and bf16 alike) for a full fine-tune with Adam: 16-bit working parameters
-    and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition, split as DeepSpeed's own
-    estimators count them (estimate_zero2/3_model_states_mem_needs): ZeRO-1/2 keep 2 B of parameters and 2 B of
-    gradients per parameter on every GPU and shard 16 B; ZeRO-3 shards all 18 B. The step's temporary is ZeRO-1/2's
+    and gradients, fp32 master weights, two fp32 moments and an fp32 gradient partition. ZeRO-1 keeps 2 B of
+    parameters and 2 B of gradients per parameter on every GPU and shards 16 B; ZeRO-2 shards the 16-bit gradients
+    too (stage_1_and_2.py, reduce_ipg_grads: once a bucket is reduced, the gradients of parameters outside the
+    rank's partition are cleared and its own are copied into the partition-sized grads_in_partition buffer), as
+    the ZeRO paper's 2 + (2 + 12) / N B counts it; DeepSpeed's estimate_zero2_model_states_mem_needs keeps 4 B
+    whole, an upper bound the code does not reach. ZeRO-3 shards all 18 B. The step's temporary is ZeRO-1/2's
     flattened copy of the 16-bit gradient partition, made just before its fp32 upcast (see DEEPSPEED_FLAT_TEXT).
 
     ``client``: an optimizer other than Adam, which DeepSpeed wraps (HF Trainer passes its own): its state and
@@ -130,7 +133,7 @@ def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] |
                 else f"the larger of {temp_text} and DeepSpeed's flattened 16-bit gradient partition (2 B/param), "
                 "freed before the optimizer runs"
             ),
-            grads_sharded=three,
+            grads_sharded=zero >= 2,
         )
     return ModelStates(
         weights=2 * params,
@@ -144,7 +147,7 @@ def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] |
             else "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
         ),
         temp_text="DeepSpeed's fused Adam step: no step temporaries" if three else DEEPSPEED_FLAT_TEXT,
-        grads_sharded=three,
+        grads_sharded=zero >= 2,
     )
 
 

@@ -674,23 +674,41 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
                 _qlora,
             )
         )
-    if scenario.parallelism.offload == "none":
-        out.append(
-            _Cand(
-                Change(key="offload=optimizer", description="optimizer on the CPU", quality_cost=0, speed_cost=5),
-                lambda s: with_data(s, lambda d: d["parallelism"].update(offload="optimizer")),
-            )
-        )
-    if scenario.parallelism.offload != "params":
-        out.append(
-            _Cand(
-                Change(key="offload=params", description="parameters on the CPU", quality_cost=0, speed_cost=8),
-                lambda s: with_data(s, lambda d: d["parallelism"].update(offload="params")),
-            )
-        )
+    out += _offload_candidates(scenario)
     out.append(_solver_cand("seq_len"))
     if work.micro_batch > 1:
         out.append(_solver_cand("micro_batch"))
+    return out
+
+
+def _offload_candidates(scenario: Scenario) -> list[_Cand]:
+    """Optimizer or parameters on the CPU, with the DeepSpeed stage that does it when the plan has none: ZeRO-2 for
+    the optimizer (ZeRO-Offload; ZeRO-1 beside a pipeline), ZeRO-3 for the parameters (not beside a pipeline)."""
+    par = scenario.parallelism
+    out: list[_Cand] = []
+
+    def offload(kind: str, zero: int | None) -> Callable[[Scenario], Scenario]:
+        update: dict[str, object] = {"offload": kind} | ({"zero": zero} if zero is not None else {})
+        return lambda s: with_data(s, lambda d: d["parallelism"].update(update))
+
+    if par.offload == "none":
+        zero = None if (par.zero or par.fsdp) else (1 if par.pp > 1 else 2)
+        what = "optimizer on the CPU" + (f" (DeepSpeed ZeRO-{zero} offload)" if zero else "")
+        out.append(
+            _Cand(
+                Change(key="offload=optimizer", description=what, quality_cost=0, speed_cost=5),
+                offload("optimizer", zero),
+            )
+        )
+    if par.offload != "params" and (par.fsdp or par.zero == 3 or par.pp == 1):
+        zero = None if (par.fsdp or par.zero == 3) else 3
+        what = "parameters on the CPU" + (" (DeepSpeed ZeRO-3 offload)" if zero else "")
+        out.append(
+            _Cand(
+                Change(key="offload=params", description=what, quality_cost=0, speed_cost=8),
+                offload("params", zero),
+            )
+        )
     return out
 
 

@@ -1124,6 +1124,18 @@ def training_phases(
             f"FSDP and DeepSpeed ZeRO-{par.zero} both shard the model and cannot run together; choose one "
             "(--fsdp or --zero)"
         )
+    if par.offload == "optimizer" and not (par.zero or par.fsdp):
+        # DeepSpeed's offload_optimizer (ZeRO-Offload, one GPU is enough) or FSDP's CPU offload move the states;
+        # plain PyTorch has nothing that does
+        raise TrainingError(
+            "CPU offload of the optimizer is a DeepSpeed ZeRO (or FSDP) feature: add ZeRO-2 (--zero 2; one GPU is "
+            "enough) or FSDP (--fsdp)"
+        )
+    if par.offload == "params" and not (par.zero == 3 or par.fsdp):
+        raise TrainingError(
+            "CPU offload of the parameters needs DeepSpeed ZeRO-3 (offload_param) or FSDP: use --zero 3 or --fsdp"
+            + (f", not ZeRO-{par.zero}" if par.zero else "")
+        )
     if pp > 1 and (par.zero >= 2):
         raise TrainingError(
             f"ZeRO-{par.zero} shards gradients across data-parallel ranks, which DeepSpeed does not "

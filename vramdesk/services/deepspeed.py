@@ -233,18 +233,28 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     # precision: a section enabled wins; "auto" (HF fills it in from its own --bf16 / --fp16) keeps the plan's;
     # only sections that are there and all explicitly off mean fp32
     half = {name: _enabled(data.get(name), name) for name in ("bf16", "fp16") if data.get(name) is not None}
+    if half.get("bf16") and half.get("fp16"):
+        raise DeepSpeedConfigError("'bf16' and 'fp16' are both enabled; DeepSpeed refuses that: enable one")
+    if not half:
+        notes.append(
+            "no bf16 / fp16 section: DeepSpeed on its own trains such a config in fp32; planned in the plan's "
+            "precision, as the HF Trainer and accelerate add the section from their own mixed-precision flag"
+        )
     if half.get("bf16"):
         opts["precision"] = "amp-bf16"
     elif half.get("fp16"):
         opts["precision"] = "amp-fp16"
     elif half and all(v is False for v in half.values()):
         opts["precision"] = "fp32"
-    mb = _int(data.get("train_micro_batch_size_per_gpu"), "train_micro_batch_size_per_gpu")
-    if mb:
-        opts["micro_batch"] = mb
-    ga = _int(data.get("gradient_accumulation_steps"), "gradient_accumulation_steps")
-    if ga:
-        opts["grad_accum"] = ga
+    for key, option in (
+        ("train_micro_batch_size_per_gpu", "micro_batch"),
+        ("gradient_accumulation_steps", "grad_accum"),
+    ):
+        v = _int(data.get(key), key)
+        if v == 0:
+            raise DeepSpeedConfigError(f"'{key}' must be at least 1, got 0")
+        if v:
+            opts[option] = v
     opt = data.get("optimizer")
     if isinstance(opt, Mapping) and isinstance(opt.get("type"), str):
         name = opt["type"].replace("_", "").replace("-", "").lower()
