@@ -453,3 +453,25 @@ def test_inference_says_it_is_planned_on_one_machine() -> None:
     s = Scenario.model_validate({"model": {"id": "Qwen/Qwen3-8B"}, "hardware": {"gpu_count": 2, "nodes": 3}})
     est = estimate(s, default_catalog().facts("Qwen/Qwen3-8B"))
     assert any("inference is planned on one machine: its 2 GPU(s)" in w for w in est.warnings)
+
+
+def test_vllm_pipeline_stages_may_span_machines_other_engines_may_not() -> None:
+    cat = default_catalog()
+    model = "Qwen/Qwen2.5-72B-Instruct"
+
+    def plan(engine: str) -> Scenario:
+        return Scenario.model_validate(
+            {
+                "model": {"id": model},
+                "workload": {"kind": "inference", "engine": engine},
+                "hardware": {"gpu": "H100 SXM", "gpu_count": 8, "nodes": 2},
+                "parallelism": {"tp": 8, "pp": 2},
+            }
+        )
+
+    est = estimate(plan("vllm"), cat.facts(model), cat.gpu("H100 SXM"))
+    assert len(est.per_gpu) == 16
+    assert "served across machines: tp 8 x pp 2 = 16 GPUs on 2 machines of 8" in est.warnings
+    assert not any("planned on one machine" in w for w in est.warnings)
+    with pytest.raises(EstimateError, match="transformers serves on one machine: tp 8 x pp 2 needs 16 GPUs"):
+        estimate(plan("transformers"), cat.facts(model), cat.gpu("H100 SXM"))

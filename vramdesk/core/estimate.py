@@ -210,7 +210,20 @@ def estimate(
     kvb, kv_label = _kv(work, fmt, arch)
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     warnings = list(arch.warnings)
-    if scenario.hardware.nodes > 1:
+    spread = scenario.parallelism.tp * scenario.parallelism.pp
+    if spread > scenario.hardware.gpu_count and work.engine != "vllm":
+        raise EstimateError(
+            f"{work.engine} serves on one machine: tp {scenario.parallelism.tp} x pp {scenario.parallelism.pp} needs "
+            f"{spread} GPUs, more than its {scenario.hardware.gpu_count}; vLLM spreads pipeline stages over machines"
+        )
+    if scenario.hardware.nodes > 1 and spread > scenario.hardware.gpu_count:
+        # vLLM runs tensor parallel inside a machine and pipeline stages across machines (Ray); the scenario
+        # allows tp x pp up to every machine's GPUs
+        warnings.append(
+            f"served across machines: tp {scenario.parallelism.tp} x pp {scenario.parallelism.pp} = {spread} GPUs "
+            f"on {-(-spread // scenario.hardware.gpu_count)} machines of {scenario.hardware.gpu_count}"
+        )
+    elif scenario.hardware.nodes > 1:
         warnings.append(
             f"inference is planned on one machine: its {scenario.hardware.gpu_count} GPU(s); the "
             f"{scenario.hardware.nodes} machines apply to fine-tuning"
