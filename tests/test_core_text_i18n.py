@@ -168,12 +168,13 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?![\w])")
 
 def S(model: str, gpu: str | None = "H100 SXM", weights: str = "auto", gpus: int = 1, **kw: Any) -> Scenario:
     parallel = kw.pop("parallel", {})
+    nodes = kw.pop("nodes", 1)
     return Scenario.model_validate(
         {
             "model": {"id": model},
             "weights": weights,
             "workload": kw,
-            "hardware": {"gpu": gpu, "gpu_count": gpus},
+            "hardware": {"gpu": gpu, "gpu_count": gpus, "nodes": nodes},
             "parallelism": parallel,
         }
     )
@@ -289,6 +290,9 @@ FINETUNE += [
     S(L8, "H100 SXM", kind="finetune", method="full", checkpoint_every=4, seq_len=8192),
     S(L8, "H100 SXM", gpus=2, kind="finetune", method="full", parallel={"tp": 2}, grad_checkpointing=False),
     S(L8, "H100 SXM", kind="finetune", method="lora", modules_to_save=["embed", "lm_head"], lora_bias="all"),
+    # two machines: the data-parallel ring crosses the network
+    S(L70, "H100 SXM", gpus=8, nodes=2, parallel={"zero": 3}, kind="finetune", method="full"),
+    S(L70, "H100 SXM", gpus=8, nodes=2, parallel={"fsdp": True}, kind="finetune", method="lora"),
     # Adafactor's fp32 copies of the embedding outgrow every block the activations leave (new segments)
     S(L8, "H100 SXM", kind="finetune", method="full", optimizer="adafactor", seq_len=512),
     S(L8, "H100 SXM", kind="finetune", method="lora", adapter_dtype="base", grad_accum=2),

@@ -35,6 +35,7 @@ def perf(
     par: dict[str, Any] | None = None,
     eff: Efficiency | None = None,
     dataset_tokens: int | None = None,
+    nodes: int = 1,
     **work: Any,
 ) -> Performance:
     cat = default_catalog()
@@ -43,7 +44,7 @@ def perf(
             "model": {"id": model},
             "weights": weights,
             "workload": work,
-            "hardware": {"gpu": gpu, "gpu_count": gpus},
+            "hardware": {"gpu": gpu, "gpu_count": gpus, "nodes": nodes},
             "parallelism": par or {},
         }
     )
@@ -197,3 +198,19 @@ def test_device_map_spill_to_cpu_memory_makes_decode_pcie_bound() -> None:
     assert spilled.decode_tokens_per_s is not None and on_gpu.decode_tokens_per_s is not None
     assert 1.5 < spilled.decode_tokens_per_s < 5 < on_gpu.decode_tokens_per_s
     assert any("cross PCIe" in n for n in spilled.assumptions)
+
+
+def test_machines_multiply_the_data_parallel_ranks_and_cross_the_network() -> None:
+    def run(nodes: int, eff: Efficiency | None = None) -> Performance:
+        return perf(LLAMA8, "H100 SXM", gpus=8, nodes=nodes, par={"zero": 3}, eff=eff, kind="finetune", method="full")
+
+    one, two = run(1), run(2)
+    assert (one.gpu_count, two.gpu_count) == (8, 16)
+    assert one.tokens_per_step is not None and two.tokens_per_step == 2 * one.tokens_per_step
+    # the gradient ring crosses 25 GB/s per GPU between machines instead of 450 GB/s NVLink
+    assert two.communication_s_per_step is not None and one.communication_s_per_step is not None
+    assert two.communication_s_per_step > 10 * one.communication_s_per_step
+    assert any("network between 2 machines (25 GB/s per GPU assumed)" in a for a in two.assumptions)
+    fast = run(2, Efficiency(internode_gbps=450.0, internode_latency_us=10.0))
+    assert fast.train_tokens_per_s is not None and one.train_tokens_per_s is not None
+    assert fast.train_tokens_per_s == pytest.approx(2 * one.train_tokens_per_s, rel=0.02)

@@ -19,7 +19,7 @@ Rules (per token unless stated):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +55,10 @@ class Efficiency(BaseModel):
     link_gbps: float | None = Field(default=None, gt=0.0)
     #: latency of one collective (all-reduce) in microseconds; None = 10 on NVLink, 25 on PCIe
     link_latency_us: float | None = Field(default=None, ge=0.0)
+    #: between machines: network bandwidth per GPU and direction in GB/s (a 200-400 Gb/s InfiniBand or RoCE
+    #: adapter per GPU reaches about 25-45 GB/s; 25 assumed) and the latency of one collective across them
+    internode_gbps: float = Field(default=25.0, gt=0.0)
+    internode_latency_us: float = Field(default=30.0, ge=0.0)
     #: host RAM bandwidth for layers a llama.cpp run keeps on the CPU, GB/s (dual-channel DDR5, achieved)
     host_gbps: float = Field(default=60.0, gt=0.0)
     #: PCIe bandwidth for CPU offload in training, GB/s (PCIe 4.0 x16 achieved)
@@ -416,9 +420,20 @@ def _training(
     if hw.flops is None:
         raise PerformanceError(f"the GPU catalog has no 16-bit TFLOPS for {gpu.name}: no training speed estimate")
     notes: list[str] = []
-    n = scenario.hardware.gpu_count
+    machines = scenario.hardware.nodes
+    n = scenario.hardware.gpu_count * machines
     tp, pp = par.tp, par.pp
     dp = max(1, n // (tp * pp))
+    dp_hw = hw
+    if machines > 1:
+        # the data-parallel ring crosses the network between machines, its slowest hop (tensor parallel stays
+        # inside a machine, on its own link)
+        dp_hw = replace(
+            hw,
+            link=min(hw.link, eff.internode_gbps * 1e9),
+            latency=max(hw.latency, eff.internode_latency_us * 1e-6),
+            link_text=f"the network between {machines} machines ({eff.internode_gbps:g} GB/s per GPU assumed)",
+        )
     lora = work.method in ("lora", "qlora")
     ckpt = work.grad_checkpointing
     n_mm = matmul_params(facts)
@@ -455,9 +470,9 @@ def _training(
     grad_bytes = trainable * (4 if (lora or fp32 or work.precision.startswith("amp")) else 2)
     if dp > 1:
         factor = 1.5 if (par.zero == 3 or par.fsdp) else 1.0
-        comm += factor * _allreduce_s(dp, grad_bytes / (tp * pp), hw)
+        comm += factor * _allreduce_s(dp, grad_bytes / (tp * pp), dp_hw)
         notes.append(
-            f"data parallel {dp}: gradient all-reduce of {grad_bytes / 1e9:.2f} GB per step over {hw.link_text}"
+            f"data parallel {dp}: gradient all-reduce of {grad_bytes / 1e9:.2f} GB per step over {dp_hw.link_text}"
             + (", x 1.5 for ZeRO-3 / FSDP parameter gathers (3 x Psi traffic instead of 2 x Psi)" if factor > 1 else "")
             + ", not overlapped with the backward (an upper bound)"
         )
