@@ -146,3 +146,29 @@ def test_a_dropped_deepspeed_config_is_applied_and_other_json_is_not_taken_for_o
     assert not looks_like_deepspeed(_write(tmp_path, {"model_type": "llama", "hidden_size": 8}, "cfg.json"))
     assert not looks_like_deepspeed(_write(tmp_path, {"model": {"id": MODEL}}, "plan.json"))
     assert looks_like_deepspeed(_write(tmp_path, {"train_batch_size": 64}, "ds.json"))
+
+
+def test_gpus_that_hold_different_amounts_label_the_figures_as_gpu_0s(qtbot: Any, capsys: Any) -> None:
+    """Tensor x pipeline parallel: the stages differ; the cards, breakdown and phase chart are GPU 0's and say so,
+    while the verdict is the busiest GPU's (the chips show each). Data parallel alike: no label."""
+    data = scenario_for(MODEL, "H100 SXM").model_dump(mode="json")
+    data["workload"] = {"kind": "finetune", "method": "full", "precision": "amp-bf16", "seq_len": 4096}
+    data["hardware"]["gpu_count"] = 4
+    data["parallelism"] = {"tp": 2, "pp": 2}
+    staged = Scenario.model_validate(data)
+    w = make_window(qtbot, staged)
+    view = w.evaluation.view
+    assert view is not None and view.uneven
+    assert view.device_bytes == view.estimate.per_gpu[0].device_bytes < max(g.device_bytes for g in view.per_gpu)
+    assert w.stat_device.caption.text() == "On the device · GPU 0"
+    assert w.breakdown.title.text().endswith("· GPU 0") and w.phase_chart.title.text() == "Memory by phase · GPU 0"
+    w.set_scenario(Scenario.model_validate({**data, "parallelism": {"zero": 3}}))
+    qtbot.waitUntil(lambda: w.evaluation.view is not None and not w.evaluation.view.uneven, timeout=5000)
+    assert w.stat_device.caption.text() == "On the device" and w.phase_chart.title.text() == "Memory by phase"
+    assert w.stat_host.caption.text() == "Host memory per machine"
+    # the command line lists each group of GPUs under GPU 0's breakdown
+    assert main(["estimate", MODEL, "--mode", "finetune", "--method", "full", "--precision", "amp-bf16", "--gpu",
+                 "H100 SXM", "--seq-len", "4096", "--gpus", "4", "--tp", "2", "--pp", "2"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "At the peak (optimizer step), GPU 0 (the GPUs differ; each below):" in out
+    assert "GPU 0-1 (each)" in out and "GPU 2-3 (each)" in out

@@ -34,7 +34,7 @@ from vramdesk.core.scenario import (
     VisionTower,
 )
 from vramdesk.report.json_report import estimate_to_dict
-from vramdesk.report.tables import ReportData, level_labels
+from vramdesk.report.tables import ReportData, level_labels, runs
 from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
@@ -438,7 +438,8 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
             f"  {w.engine}, batch {w.batch}, input {w.input_len or 'default'}, output {w.output_len}, "
             f"weights {scenario.weights}, KV {w.kv_dtype}\n"
         )
-    out.write(f"\nAt the peak ({est.peak_phase}):\n")
+    uneven = len({g.device_bytes for g in est.per_gpu}) > 1
+    out.write(f"\nAt the peak ({est.peak_phase})" + (", GPU 0 (the GPUs differ; each below)" if uneven else "") + ":\n")
     for c in est.components:
         out.write(f"  {c.name:<28}{_gib(c.bytes)}\n")
     alloc_label, reserved_label = level_labels(est.engine.engine)
@@ -447,6 +448,12 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
     for c in est.device_overheads:
         out.write(f"  {'+ ' + c.name:<28}{_gib(c.bytes)}\n")
     out.write(f"  {'= on the device':<28}{_gib(est.device_bytes)}   (nvidia-smi, per GPU)\n")
+    if uneven:
+        shares = est.per_gpu
+        for a, b, device in runs([g.device_bytes for g in shares]):
+            first, last = shares[a].index, shares[b].index
+            name = f"GPU {first}" if first == last else f"GPU {first}-{last} (each)"
+            out.write(f"  {name:<28}{_gib(device)}   on the device\n")
     if est.host_bytes:
         out.write(f"  {'host memory (per machine)':<28}{_gib(est.host_bytes)}\n")
     e = est.engine

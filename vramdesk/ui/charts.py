@@ -362,7 +362,8 @@ class BreakdownChart(QWidget):
         """Draw ``view`` in the visible chart; the hidden one is drawn when it is shown (half the work)."""
         # the short phase name: the long ones ("loss + start of backward") were cut off by the Pie / Bar buttons
         # short beside the pie / bar toggle (a long title was cut); the tooltip has the full words
-        self.title.setText(f"{tr('At the peak')} ({_phase_label(view.peak_phase)})")
+        gpu0 = f" · {tr('GPU 0')}" if view.uneven else ""
+        self.title.setText(f"{tr('At the peak')} ({_phase_label(view.peak_phase)}){gpu0}")
         self.title.setToolTip(f"{tr('Breakdown at the peak')} ({localize_name(view.peak_phase)})")
         self._view = view
         if self.bar_plot.getPlotItem().getAxis("left").labelText != unit_name():
@@ -512,6 +513,7 @@ class PhaseChart(QWidget):
         layout.addWidget(self.plot, 1)
 
     def show_view(self, view: EstimateView) -> None:
+        self.title.setText(tr("Memory by phase") + (f" · {tr('GPU 0')}" if view.uneven else ""))
         plot = self.plot
         if plot.getPlotItem().getAxis("left").labelText != unit_name():
             plot.setLabel("left", unit_name())

@@ -371,7 +371,7 @@ class MainWindow(QMainWindow):
         )
         # shown only when the plan keeps something in CPU memory (offload, device_map spill, llama.cpp CPU layers)
         self.stat_host = StatCard(
-            tr("Host memory"),
+            tr("Host memory per machine"),
             tr(
                 "CPU memory one machine needs for what the plan keeps there: offloaded optimizer states, parameters "
                 "or activations of all its GPUs, layers a device_map or llama.cpp leaves on the CPU"
@@ -857,6 +857,11 @@ class MainWindow(QMainWindow):
         self.stat_allocated.set_value(gib(view.peak_allocated_bytes))
         self.stat_reserved.set_value(gib(view.peak_reserved_bytes))
         self.stat_device.set_value(gib(view.device_bytes))
+        # GPUs that hold different amounts: these figures are GPU 0's (the chips above have each GPU's)
+        gpu0 = f" · {tr('GPU 0')}" if view.uneven else ""
+        self.stat_allocated.caption.setText(tr("Peak allocated") + gpu0)
+        self.stat_reserved.caption.setText(tr("Reserved") + gpu0)
+        self.stat_device.caption.setText(tr("On the device") + gpu0)
         engine = view.estimate.engine.engine
         for card, level in (
             (self.stat_allocated, "allocated"),

@@ -409,6 +409,9 @@ class EstimateView:
     #: the verdict compares with the free memory of a detected GPU (not its total)
     uses_free_memory: bool = False
     mode: str = "inference"
+    #: the GPUs hold different amounts (pipeline stages, llama.cpp / device_map splits): the cards, the breakdown
+    #: and the phases are GPU 0's, the verdict the busiest GPU's
+    uneven: bool = False
     #: machines of ``gpu_count`` GPUs each (several for a plan that spans machines)
     machines: int = 1
 
@@ -558,6 +561,7 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
         per_gpu=tuple(loads),
         uses_free_memory=gpu is not None and gpu.free_bytes is not None,
         mode=scenario.workload.kind,
+        uneven=len({g.device_bytes for g in est.per_gpu}) > 1,
     )
 
 
