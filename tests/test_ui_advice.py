@@ -129,6 +129,24 @@ def test_fine_tuning_shows_the_longest_sequence(qtbot) -> None:
     assert w.form.input_max_label.text() == ""
 
 
+def test_a_tight_plan_reads_the_tight_boundary_it_is_within(qtbot) -> None:
+    """A full fine-tune whose optimizer step makes it tight at any length: the readout is the longest sequence
+    that still runs inside the headroom, marked tight, not the 92 tokens that fit with it (which read as if the
+    plan could not run)."""
+    base = scenario("meta-llama/Llama-3.1-8B", "H100 SXM")
+    s = base.model_copy(update={"workload": FinetuneWorkload(method="full", precision="bf16", seq_len=4096)})
+    w = _open(qtbot, s)
+    advice = wait_advice(qtbot, w)
+    assert w.view is not None and w.view.verdict == "tight"
+    facts, gpu = resolve_model(s.model.id), resolve_gpu("H100 SXM")
+    assert gpu is not None
+    fits, runs = maximize(s, facts, gpu, "seq_len"), maximize(s, facts, gpu, "seq_len", allow_tight=True)
+    assert fits.value is not None and runs.value is not None and fits.value < 4096 < runs.value
+    assert advice["max_tight"].value == runs.value
+    assert readout(w.form.seq_max_label) == runs.value and "(tight)" in w.form.seq_max_label.text()
+    assert f"{fits.value:,}" in w.form.seq_max_label.toolTip()
+
+
 def test_no_gpu_no_readout(qtbot) -> None:
     w = make_window(qtbot, DEFAULT_SCENARIO)
     wait_advice(qtbot, w)

@@ -222,8 +222,13 @@ def maximize(
             at_value=None,
             above=p,
             evaluations=evaluations,
-            message=f"even {field} = {lo_value} does not fit the {gpu.name}"
-            + (f" ({p.error})" if p.error else f": {p.verdict}"),
+            message=(
+                f"even {field} = {lo_value} is only tight on the {gpu.name} (it runs inside the headroom; "
+                "allow tight plans to count it)"
+                if p.verdict == "tight"
+                else f"even {field} = {lo_value} does not fit the {gpu.name}"
+                + (f" ({p.error})" if p.error else f": {p.verdict}")
+            ),
         )
     # gallop from the smallest value, then bisect [lo accepted, hi rejected)
     lo, hi = lo_value, None

@@ -921,8 +921,9 @@ class WorkloadForm(QWidget):
             self._loading = False
         self._sync_visibility()
 
-    def show_max_length(self, field: str, value: int | None, tooltip: str) -> None:
-        """The solver's largest ``field`` ("input_len" / "seq_len") next to its spin box; None clears it."""
+    def show_max_length(self, field: str, value: int | None, tooltip: str, tight: int | None = None) -> None:
+        """The solver's largest ``field`` ("input_len" / "seq_len") next to its spin box; None clears it. ``tight``:
+        a larger value that still runs inside the headroom, shown instead, marked tight."""
         own, other = (
             (self.input_max_label, self.seq_max_label)
             if field == "input_len"
@@ -930,7 +931,10 @@ class WorkloadForm(QWidget):
         )
         other.setText("")
         other.setToolTip("")
-        own.setText("" if value is None and not tooltip else f"{tr('max')} {value:,}" if value else tr("none fits"))
+        if tight:
+            own.setText(f"{tr('max')} {tight:,} ({tr('tight')})")
+        else:
+            own.setText("" if value is None and not tooltip else f"{tr('max')} {value:,}" if value else tr("none fits"))
         own.setToolTip(tooltip)
 
     def set_problem(self, text: str | None) -> None:

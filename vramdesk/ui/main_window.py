@@ -749,12 +749,24 @@ class MainWindow(QMainWindow):
         facts = self._known_facts(scenario.model.id)
         field = "seq_len" if scenario.workload.kind == "finetune" else "input_len"
         wants_changes = ev.view.verdict == "does not fit"
+        ev_verdict = ev.view.verdict
         headroom = self.headroom_fraction
 
         def job(_cancel: threading.Event) -> dict[str, Any]:
-            out: dict[str, Any] = {"scenario": scenario, "field": field, "changes": None, "max": None}
+            out: dict[str, Any] = {
+                "scenario": scenario,
+                "field": field,
+                "changes": None,
+                "max": None,
+                "verdict": ev_verdict,
+            }
             try:
                 out["max"] = maximize(scenario, facts, gpu, field, headroom_fraction=headroom)
+                # and the largest that still runs inside the headroom ("tight"): a tight plan is not a failed one
+                if not _cancel.is_set():
+                    out["max_tight"] = maximize(
+                        scenario, facts, gpu, field, allow_tight=True, headroom_fraction=headroom
+                    )
             except (SolveError, ValueError, LookupError) as err:
                 out["max_error"] = str(err)
             if wants_changes and not _cancel.is_set():
@@ -772,7 +784,16 @@ class MainWindow(QMainWindow):
             self.form.show_max_length(result["field"], None, localize(result.get("max_error", "")))
         else:
             limit = tr(LIMITS.get(r.limited_by, r.limited_by))
-            self.form.show_max_length(result["field"], r.value, f"{tr('Limited by')}: {limit}\n{localize(r.message)}")
+            tip = f"{tr('Limited by')}: {limit}\n{localize(r.message)}"
+            t: SolveResult | None = result.get("max_tight")
+            tight = t.value if t is not None and t.value is not None and t.value > (r.value or 0) else None
+            if tight is not None:
+                tip += "\n" + tr(
+                    "fits with the headroom up to {n}; runs, tight (inside the headroom), up to {m}"
+                ).format(n=f"{r.value:,}" if r.value else "–", m=f"{tight:,}")
+            # a plan that is itself tight reads the tight boundary (the one it is within), others the fitting one
+            shown_tight = tight if result.get("verdict") == "tight" else None
+            self.form.show_max_length(result["field"], r.value, tip, shown_tight)
         self._show_changes(result.get("changes"))
 
     def _on_advice_failed(self, error: object) -> None:
