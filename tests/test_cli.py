@@ -286,3 +286,25 @@ def test_max_memory_spills_to_host(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cli("estimate", "Qwen/Qwen3-8B", "--max-memory-gib", "0")
     assert exc.value.code == 2 and "--max-memory-gib" in capsys.readouterr().err
+
+
+def test_argument_errors_are_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """The contract: errors exit non-zero with one clear line on stderr (argparse printed its whole usage first)."""
+    for argv in (
+        ["estimate", "Qwen/Qwen3-8B", "--batch", "-1"],
+        ["estimate", "Qwen/Qwen3-8B", "--engine", "foo"],
+        ["bogus"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "error: argument" in err and "--help)" in err, err
+
+
+def test_a_jsonl_line_that_is_not_json_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    batch = tmp_path / "plans.jsonl"
+    batch.write_text('{"model": "Qwen/Qwen3-8B"}\nnot json\n', encoding="utf-8")
+    assert main(["estimate", "--jsonl", str(batch)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert json.loads(lines[1]) == {"error": "line 2: not a JSON object (Expecting value at column 1)"}

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO, get_args
+from typing import Any, NoReturn, TextIO, get_args
 
 from pydantic import ValidationError
 
@@ -287,8 +287,16 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default=None, help="a name for the saved scenario")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the contract's error form: one line on stderr, exit status 2 (argparse prints the whole
+    usage first, 40 lines for ``estimate``, which buried the line that says what is wrong)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vramdesk", description="GPU memory estimates for LLM inference.")
+    parser = _Parser(prog="vramdesk", description="GPU memory estimates for LLM inference.")
     parser.add_argument("--version", action="version", version=f"vramdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     est = sub.add_parser("estimate", help="estimate one scenario (or many with --jsonl)")
@@ -478,7 +486,10 @@ def _jsonl(path: str, out: TextIO) -> int:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as bad:
+                    raise CliError(f"not a JSON object ({bad.msg} at column {bad.colno})") from bad
                 if not isinstance(obj, dict):
                     raise CliError("each line must be a JSON object")
                 unknown = sorted(set(obj) - _ALL_KEYS)
@@ -490,7 +501,7 @@ def _jsonl(path: str, out: TextIO) -> int:
                 scenario = scenario_from(model, {k: v for k, v in obj.items() if v is not None})
                 est, perf = estimate_and_speed(scenario)
                 result = estimate_to_dict(est, scenario, perf)
-            except (*_ERRORS, json.JSONDecodeError) as err:
+            except _ERRORS as err:
                 failures += 1
                 result = {"error": f"line {lineno}: {err}"}
             out.write(json.dumps(result) + "\n")
