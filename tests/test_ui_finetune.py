@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
@@ -344,6 +345,23 @@ def test_checkpointing_shows_a_recompute_bar_and_a_short_peak_title(qtbot) -> No
     assert w.breakdown.title.toolTip() == "Breakdown at the peak (loss + start of backward)"
     ticks = [t for _, t in w.phase_chart.plot.getPlotItem().getAxis("bottom")._tickLevels[0]]
     assert ticks == ["forward", "loss\n(peak)", "recompute", "layer 1", "backward", "optimizer"]
+
+
+def test_bars_past_the_gpu_keep_its_label_off_them(qtbot) -> None:
+    """A plan far over the GPU: the dashed line stays unlabelled where the bars cross it, and its label sits at
+    the top right, above the tallest bar's total."""
+    w = make_window(qtbot, finetune(method="full", precision="amp-bf16", micro_batch=4))
+    est = shown(w)
+    assert w.view is not None and w.view.gpu_memory_bytes is not None
+    gpu_gib = w.view.gpu_memory_bytes / 2**30
+    tallest = max(p.allocated_bytes for p in est.phases) / 2**30
+    assert tallest > gpu_gib
+    extras = w.phase_chart._extras
+    lines = [e for e in extras if isinstance(e, pg.InfiniteLine)]
+    notes = [e for e in extras if isinstance(e, pg.TextItem)]
+    assert len(lines) == 1 and not [c for c in lines[0].childItems() if isinstance(c, pg.InfLineLabel)]
+    assert len(notes) == 1 and notes[0].pos().y() > tallest
+    assert notes[0].toPlainText().startswith(f"{w.view.gpu_name}: ")
 
 
 # ---------------------------------------------------------------------------------------------- accuracy

@@ -289,6 +289,8 @@ def activations(
         total = sum(per_layer) + outside + amp_copies
         how = f"{arch.n_layers} layers x {tokens} tokens ({text})"
     plain = len(how)
+    # (the figure's share outside the layers, so that the text adds up to it)
+    how += f"; the embedding output and the final norm: {4 * rb} B x h x {tokens} tokens"
     if tp > 1:
         how += f"; tensor parallel {tp}: attention and MLP activations split, norms and residual (16h) whole"
     if work.activation_offload:
@@ -866,7 +868,14 @@ def training_phases(
     c_weights = comp(
         "weights", w_gpu, "weights", model.weights_text + shard_note + (f"; {', '.join(notes)}" if notes else "")
     )
-    c_states = comp("optimizer states", s_gpu, "optimizer", model.states_text + shard_note)
+    states_text = model.states_text + shard_note
+    if par.offload in ("optimizer", "params"):
+        # nothing of the states stays on the GPU: say where they are, not only how they would be split
+        states_text = (
+            f"in CPU memory (offload): {model.states / sh.states / GIB:.2f} GiB per GPU, the step runs there; "
+            + states_text
+        )
+    c_states = comp("optimizer states", s_gpu, "optimizer", states_text)
     c_grads = comp(
         "gradients",
         g_gpu,

@@ -237,6 +237,9 @@ def _y_top(view: EstimateView, tallest_gib: float) -> tuple[float, bool]:
     """The top of the y axis (GiB) and whether the GPU's memory line is inside it."""
     gpu = (view.gpu_memory_bytes or 0) / unit_bytes()
     tallest = max(tallest_gib, 1e-3)
+    if gpu and gpu < tallest:
+        # bars past the GPU's memory: room above them for the GPU's label (it would sit on the bars)
+        return tallest * 1.25, True
     if gpu and gpu <= tallest * GPU_SCALE_LIMIT:
         return max(tallest, gpu) * 1.12, True
     return tallest * 1.12, False
@@ -248,6 +251,15 @@ def _gpu_marks(
     """The GPU's memory as a dashed line, or as a note at the top right when it is far above the bars."""
     if view.gpu_memory_bytes is None:
         return []
+    gpu = view.gpu_memory_bytes / unit_bytes()
+    if in_range and top > gpu * 1.2:
+        # the bars reach past the line: the line unlabelled, its label at the top right, above the bars
+        line = _gpu_line(view, labelled=False)
+        note = _label(f"{view.gpu_name}: {gpu:.2f} {unit_name()} (- - -)", theme.GPU_LINE, (1.0, 0.0), size=8)
+        note.setPos(x_right, top)
+        plot.addItem(line)
+        plot.addItem(note)
+        return [line, note]
     if in_range:
         item: pg.GraphicsObject = _gpu_line(view)
     else:
@@ -262,14 +274,14 @@ def _gpu_marks(
     return [item]
 
 
-def _gpu_line(view: EstimateView) -> pg.InfiniteLine:
+def _gpu_line(view: EstimateView, labelled: bool = True) -> pg.InfiniteLine:
     assert view.gpu_memory_bytes is not None
     pen = pg.mkPen(theme.GPU_LINE, width=1.5, style=Qt.PenStyle.DashLine)
     line = pg.InfiniteLine(
         pos=view.gpu_memory_bytes / unit_bytes(),
         angle=0,
         pen=pen,
-        label=f"{view.gpu_name}: {view.gpu_memory_bytes / unit_bytes():.2f} {unit_name()}",
+        label=f"{view.gpu_name}: {view.gpu_memory_bytes / unit_bytes():.2f} {unit_name()}" if labelled else None,
         labelOpts={
             "position": 0.98,
             "color": theme.GPU_LINE,
