@@ -475,3 +475,17 @@ def test_vllm_pipeline_stages_may_span_machines_other_engines_may_not() -> None:
     assert not any("planned on one machine" in w for w in est.warnings)
     with pytest.raises(EstimateError, match="transformers serves on one machine: tp 8 x pp 2 needs 16 GPUs"):
         estimate(plan("transformers"), cat.facts(model), cat.gpu("H100 SXM"))
+
+
+def test_a_device_map_split_says_each_gpus_share_of_the_weights_first() -> None:
+    cat = default_catalog()
+    model = "Qwen/Qwen2.5-32B-Instruct"
+    s = Scenario.model_validate({"model": {"id": model}, "hardware": {"gpu": "L40S", "gpu_count": 2}})
+    est = estimate(s, cat.facts(model), cat.gpu("L40S"))
+    whole = estimate(
+        s.model_copy(update={"hardware": s.hardware.model_copy(update={"gpu_count": 1})}), cat.facts(model)
+    )
+    total = next(c.bytes for c in whole.components if c.name == "weights")
+    for share in est.per_gpu:
+        w = next(c for c in share.components if c.name == "weights")
+        assert w.explain.startswith(f"this GPU's share, {w.bytes / GIB:.2f} GiB of {total / GIB:.2f} GiB: ")

@@ -721,3 +721,11 @@ def test_qlora_on_16_bit_weights_and_offload_without_a_sharding_framework_are_re
         train(LLAMA, method="full", parallel={"zero": 2, "offload": "params"})
     assert train(LLAMA, method="full", parallel={"zero": 1, "offload": "optimizer"}).host_bytes > 0
     assert train(LLAMA, method="full", parallel={"zero": 3, "offload": "params"}).host_bytes > 0
+
+
+def test_offload_says_deepspeeds_buffer_margin_it_leaves_out() -> None:
+    est = train(LLAMA, method="full", precision="amp-bf16", parallel={"zero": 3, "offload": "optimizer"}, gpus=8)
+    (line,) = [w for w in est.warnings if w.startswith("CPU memory for the offload")]
+    machine = est.host_bytes / GIB
+    assert f"{machine:,.1f} GiB per machine (8 GPU shares)" in line and f"({1.5 * machine:,.1f} GiB)" in line
+    assert not [w for w in train(LLAMA, method="full", parallel={"zero": 3}, gpus=8).warnings if "offload" in w]

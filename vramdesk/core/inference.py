@@ -248,7 +248,9 @@ def _transformers_gpu(
         weights = _weights_component(
             ctx, 1.0, where + (" + embeddings" if first else "") + (" + lm_head" if head_here else "")
         )
-        weights = weights.model_copy(update={"bytes": part})
+        # (the text starts with the whole model's parameters: say first that this is one GPU's part of them)
+        share = f"this GPU's share, {part / GIB:.2f} GiB of {w.total / GIB:.2f} GiB: "
+        weights = weights.model_copy(update={"bytes": part, "explain": share + weights.explain})
     ws = _workspace(ctx.gpu)
     kernel = _gptq_scratch(ctx)
     load = [weights, ws, *kernel]

@@ -1153,6 +1153,14 @@ def training_phases(
     if work.method == "qlora" and (par.zero == 3 or par.fsdp):
         warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
     per_machine = min(gpus_per_node or sh.n, sh.n)
+    if par.offload in ("optimizer", "params") and per.host:
+        # DeepSpeed's estimate_zero2/3_model_states_mem_needs multiply their CPU figure by additional_buffer_factor
+        # 1.5 (a margin for pinned buffers and fragmentation, not a measured term): say what it would give
+        machine = per.host * per_machine / GIB
+        warnings.append(
+            f"CPU memory for the offload: {machine:,.1f} GiB per machine ({per_machine} GPU shares); DeepSpeed's own "
+            f"estimator adds a 1.5 x buffer margin ({1.5 * machine:,.1f} GiB) for pinned buffers, not counted here"
+        )
     if per_machine > 1 and not (par.zero == 3 or par.fsdp) and tr.base_kind == "float":
         # every rank builds the whole model on the CPU before moving it to its GPU (DeepSpeed's own ZeRO-1/2
         # estimator counts 4 B x parameters x GPUs per machine of CPU memory for it); ZeRO-3's zero.Init and FSDP's

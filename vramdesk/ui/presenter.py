@@ -528,13 +528,9 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
                 reserved_bytes=share.peak_reserved_bytes,
                 device_bytes=share.device_bytes,
                 verdict=own,
-                fraction=(
-                    share.device_bytes / share.fit.available_bytes
-                    if share.fit is not None and share.fit.available_bytes > 0
-                    else share.device_bytes / gpu.memory_bytes
-                    if gpu is not None
-                    else 0.0
-                ),
+                # of the whole card, for every engine (vLLM's budget, gpu_memory_utilization x the card, read as
+                # "100 %" next to training plans' share of the card)
+                fraction=share.device_bytes / gpu.memory_bytes if gpu is not None and gpu.memory_bytes else 0.0,
             )
         )
     return EstimateView(
