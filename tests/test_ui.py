@@ -192,6 +192,10 @@ def test_component_colours_are_stable_per_category() -> None:
     assert colors["CUDA graphs"] == CATEGORY_COLORS["overhead"]
     assert colors["cuBLAS"] not in CATEGORY_COLORS.values()  # a lighter shade of the same category
     assert len(set(CATEGORY_COLORS.values())) == len(CATEGORY_COLORS) == 9
+    # the logits' light yellow: its second component is a darker shade, not a near-identical paler one
+    two = component_colors([("logits and loss", "logits"), ("loss head", "logits")])
+    (r1, g1, b1), (r2, g2, b2) = (tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in two.values())
+    assert (r1 + g1 + b1) - (r2 + g2 + b2) > 120
 
 
 # ---------------------------------------------------------------------------------------------- window

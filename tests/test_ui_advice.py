@@ -207,7 +207,7 @@ def test_units_switch_rescales_every_figure(qtbot) -> None:
     assert w.phase_chart.plot.getPlotItem().getAxis("left").labelText == "GB"
     assert w.breakdown.bar_plot.getPlotItem().getAxis("left").labelText == "GB"
     assert " GB" in w.message_label.text() and "GiB" not in w.message_label.text()
-    assert "24.0 GB" not in w.gpu_combo.currentText() and "25.8 GB" in w.gpu_combo.currentText()
+    assert "GiB" not in w.gpu_combo.currentText() and "25.76 GB" in w.gpu_combo.currentText()
     # a new window starts in the saved unit
     w2 = make_window(qtbot, DEFAULT_SCENARIO)
     assert w2.stat_device.value.text() == gb_text

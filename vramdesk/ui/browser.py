@@ -118,7 +118,7 @@ def details_html(result: SearchResult | None, facts: ModelFacts | None, catalog:
         arch = facts.arch
         rows.append((tr("Architecture"), f"{arch.model_type} ({arch.family})" + (", MoE" if arch.is_moe else "")))
         rows.append((tr("Layers"), str(arch.n_layers)))
-        rows.append((tr("Attention"), arch.attention_summary or "–"))
+        rows.append((tr("Attention"), localize(arch.attention_summary) if arch.attention_summary else "–"))
         rows.append((tr("Hidden size"), f"{arch.hidden:,}"))
         rows.append((tr("Context length"), f"{arch.max_position:,}" if arch.max_position else "–"))
         rows.append((tr("Parameters"), count_text(facts.stored_total or facts.counts.checkpoint)))

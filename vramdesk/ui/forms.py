@@ -304,7 +304,7 @@ class WorkloadForm(QWidget):
         il.addStretch(1)
 
         # ---- fine-tune tab
-        self.method_combo = _combo(METHODS, tr("Full fine-tuning or adapters (LoRA / QLoRA)"))
+        self.method_combo = _combo(METHODS, tr("Full fine-tuning or adapters (LoRA / QLoRA)"), {"full": tr("full")})
         self.micro_batch_spin = _spin(1, 65536, tr("Sequences per forward/backward pass on each GPU"))
         self.seq_len_spin = _spin(1, MAX_TOKENS, tr("Tokens per training sequence"), 256)
         self.mean_len_spin = _spin(
@@ -686,7 +686,7 @@ class WorkloadForm(QWidget):
         if detected:
             self.gpu_combo.insertSeparator(self.gpu_combo.count())
         for g in self._catalog.gpus():
-            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / unit_bytes():.1f} {unit_name()}", g.name)
+            self.gpu_combo.addItem(f"{g.name} — {g.memory_bytes / unit_bytes():.2f} {unit_name()}", g.name)
         i = self.gpu_combo.findData(current)
         self.gpu_combo.setCurrentIndex(max(0, i))
         self.gpu_combo.blockSignals(False)

@@ -72,7 +72,9 @@ def component_colors(items: Iterable[tuple[str, str]]) -> dict[str, str]:
         n = seen.get(category, 0)
         seen[category] = n + 1
         base = category_color(category)
-        out[name] = base if n == 0 else mix(base, "#ffffff", min(0.7, 0.3 * n))
+        # a light category colour (the logits' yellow) barely changes towards white: shade it darker instead
+        toward = "#ffffff" if text_on(base) == "#ffffff" else "#000000"
+        out[name] = base if n == 0 else mix(base, toward, min(0.7, 0.3 * n))
     return out
 
 
