@@ -67,6 +67,8 @@ WHITELIST = frozenset(
         "NCCL",
         "PyTorch",
         "torch",
+        "torchtune",
+        "Liger",
         "nvidia-smi",
         "autocast",
         "foreach",

@@ -359,3 +359,34 @@ def test_a_fine_tune_that_needs_more_machines_is_offered_them() -> None:
     assert planned.hardware.gpu_count == 8 and planned.hardware.nodes > 1
     assert more.cost == 2.0 * 8 * (planned.hardware.nodes - 1)
     assert verdict(planned) == "fits"
+
+
+def test_when_only_length_cuts_fit_three_changes_that_keep_the_length_are_tried() -> None:
+    """Llama-3.1-8B LoRA at 8,192 tokens x 4 without checkpointing on a 4090: alone or in pairs only a cut to
+    about 160 tokens fits; checkpointing + chunked cross-entropy + micro-batch 1 keeps the length (tight)."""
+    cat = default_catalog()
+    s = Scenario.model_validate(
+        {
+            "model": {"id": "meta-llama/Llama-3.1-8B"},
+            "workload": {
+                "kind": "finetune",
+                "method": "lora",
+                "seq_len": 8192,
+                "micro_batch": 4,
+                "grad_checkpointing": False,
+            },
+            "hardware": {"gpu": "RTX 4090"},
+        }
+    )
+    facts, gpu = cat.facts("meta-llama/Llama-3.1-8B"), cat.gpu("RTX 4090")
+    tight = smallest_changes(s, facts, gpu, allow_tight=True)
+    keys = [{c.key for c in o.changes} for o in tight.options]
+    assert {"grad_checkpointing", "chunked_loss", "micro_batch"} in keys
+    best = tight.options[0]
+    assert {c.key for c in best.changes} == {"grad_checkpointing", "chunked_loss", "micro_batch"}
+    # the extra search adds no further length cuts: every three-change option keeps the sequence
+    strict = smallest_changes(s, facts, gpu)
+    for o in strict.options:
+        if len(o.changes) == 3:
+            assert all(c.key != "seq_len" for c in o.changes)
+    assert any(len(o.changes) == 1 and o.changes[0].key == "seq_len" for o in strict.options)

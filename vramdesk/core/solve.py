@@ -431,10 +431,10 @@ COST_RULE = (
     "5-6 bit GGUF quality 2; 4-bit weights quality 3 (speed +1 for bitsandbytes); activation checkpointing "
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
     "+ speed 3; vLLM gpu_memory_utilization 0.95 or max_num_batched_tokens 2048 speed 1, --enforce-eager speed 3; "
-    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; FSDP2 for LoRA 0; ZeRO-2 speed 1, "
-    "ZeRO-3 or FSDP full shard speed 2; llama.cpp CPU "
-    "layers speed 2-9 by the share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller "
-    "batch speed 1 + 6 x the share cut; n more GPUs cost 2 x n (money)"
+    "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; chunked cross-entropy speed 1; "
+    "FSDP2 for LoRA 0; ZeRO-2 speed 1, ZeRO-3 or FSDP full shard speed 2; llama.cpp CPU layers speed 2-9 by the "
+    "share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x the "
+    "share cut; n more GPUs cost 2 x n (money)"
 )
 
 
@@ -627,6 +627,20 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
                     key="grad_checkpointing", description="activation checkpointing on", quality_cost=0, speed_cost=3
                 ),
                 lambda s: with_work(s, grad_checkpointing=True),
+            )
+        )
+    if not work.chunked_loss:
+        # the loss head (12 B x tokens x vocab) is the largest transient of long sequences and large vocabularies;
+        # a chunked / fused cross-entropy (Liger's, torchtune's) keeps one chunk's fp32 terms
+        out.append(
+            _Cand(
+                Change(
+                    key="chunked_loss",
+                    description="chunked cross-entropy (Liger / torchtune)",
+                    quality_cost=0,
+                    speed_cost=1,
+                ),
+                lambda s: with_work(s, chunked_loss=True),
             )
         )
     if not work.expandable_segments:
@@ -848,12 +862,16 @@ def smallest_changes(
         if o is not None:
             options.append(o)
             pairs_ok.add(frozenset((a.change.key, b.change.key)))
-    if not options:
-        # three changes only when no one or two do (same minimality rule)
+    if all(any(c.key in ("seq_len", "input_len") for c in o.changes) for o in options):
+        # three changes when no one or two do, or when all that do cut the sequence or the batch (8,192 -> 160
+        # tokens is an answer no one asked for); the same minimality rule
+        length_cuts_only = bool(options)
         for trio in combinations(cands, 3):
             keys = [c.change.key for c in trio]
             if not compatible(trio) or any(frozenset(p) in pairs_ok for p in combinations(keys, 2)):
                 continue
+            if length_cuts_only and any(c.solve in ("seq_len", "input_len") for c in trio):
+                continue  # looking for what keeps the length, not for more ways to cut it
             o = attempt(list(trio))
             if o is not None:
                 options.append(o)
