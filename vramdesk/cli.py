@@ -446,7 +446,7 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
             f"  {w.engine}, batch {w.batch}, input {w.input_len or 'default'}, output {w.output_len}, "
             f"weights {scenario.weights}, KV {w.kv_dtype}\n"
         )
-    uneven = len({g.device_bytes for g in est.per_gpu}) > 1
+    uneven = est.gpus_differ
     out.write(f"\nAt the peak ({est.peak_phase})" + (", GPU 0 (the GPUs differ; each below)" if uneven else "") + ":\n")
     for c in est.components:
         out.write(f"  {c.name:<28}{_gib(c.bytes)}\n")

@@ -120,3 +120,9 @@ class Estimate(_Frozen):
     fit: Fit | None = None
     #: constants used, with their sources, so every number can be traced
     constants: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def gpus_differ(self) -> bool:
+        """The GPUs hold different amounts (pipeline stages, llama.cpp / device_map splits): the top-level figures
+        are GPU 0's and ``per_gpu`` has the others."""
+        return len({g.device_bytes for g in self.per_gpu}) > 1

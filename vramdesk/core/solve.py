@@ -863,7 +863,7 @@ def smallest_changes(
             options.append(o)
             pairs_ok.add(frozenset((a.change.key, b.change.key)))
     if all(any(c.key in ("seq_len", "input_len") for c in o.changes) for o in options):
-        # three changes when no one or two do, or when all that do cut the sequence or the batch (8,192 -> 160
+        # three changes when no one or two do, or when all that do cut the sequence or prompt length (8,192 -> 160
         # tokens is an answer no one asked for); the same minimality rule
         length_cuts_only = bool(options)
         for trio in combinations(cands, 3):

@@ -346,6 +346,8 @@ class LossHead:
     forward: int
     loss_text: str
     forward_text: str
+    #: bytes per element of its largest tensor, the log-softmax (4 in fp32, 2 where it stays 16-bit or chunked)
+    elem_bytes: int = 4
 
 
 def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> LossHead:
@@ -360,7 +362,9 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
         f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
         "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
     )
+    elem = 4
     if not arch.logits_fp32 and deepspeed and not work.chunked_loss:
+        elem = 2
         # the model's own loss keeps the logits in 16 bits and DeepSpeed runs without autocast (which would cast
         # the cross-entropy to fp32): log-softmax, its gradient and the input gradient are all 16-bit
         loss = 6 * b * s * arch.vocab
@@ -379,6 +383,7 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
         loss_text += f"; the soft-capping's tanh output (2 x batch {b} x seq {s} x vocab {arch.vocab} B)"
     if work.chunked_loss:
         # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
+        elem = 2
         loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
         loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
         fwd_text = "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms"
@@ -386,7 +391,7 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
             f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
             "log-softmax and gradients of one chunk in 8"
         )
-    return LossHead(loss, loss_fwd, loss_text, fwd_text)
+    return LossHead(loss, loss_fwd, loss_text, fwd_text, elem)
 
 
 def comp(name: str, value: float, cat: Category, explain: str) -> Component:
@@ -691,8 +696,7 @@ def largest_cached_block(arch: Architecture, work: FinetuneWorkload, head: LossH
     cached block when the optimizer step starts. The loss head's fp32 log-softmax (4 B x batch x seq x vocab; the
     16-bit one where the loss head is 16-bit or chunked), or eager attention's fp32 scores when larger."""
     b, s = work.micro_batch, work.seq_len
-    per_elem = 4 if head.loss >= 12 * b * s * arch.vocab and not work.chunked_loss else 2
-    block = per_elem * b * s * arch.vocab
+    block = head.elem_bytes * b * s * arch.vocab
     if work.attention == "eager":
         heads = max((layer.n_heads for layer in arch.layers), default=0)
         block = max(block, 4 * b * heads * s * s)
@@ -704,9 +708,10 @@ def step_new_segments(optimizer: str, sizes: list[int], elem_bytes: int, block: 
     left cached: the caching allocator has nowhere to put them but new segments, reserved on top of what the
     forward and backward reserved and kept after the step (the first step makes the states of those tensors the
     same way). ``sizes``: elements of each trained tensor; ``elem_bytes``: bytes of a state element. Replayed
-    traces (benchmarks/allocator): Qwen2.5-1.5B LoRA with a trained embedding and lm_head copy at 1,024 tokens,
-    two 445 MiB foreach temporaries in new segments; its full fine-tune with Adafactor, four fp32 copies of the
-    embedding (890 MiB each)."""
+    trace (benchmarks/allocator): Qwen2.5-1.5B's full fine-tune with Adafactor at 1,024 tokens, four fp32 copies of
+    the embedding (890 MiB each) beside 594 MiB log-softmax blocks. Not modelled: the same model's LoRA with
+    trained embedding / lm_head copies, whose 445 MiB states and temporaries would fit those blocks but find them
+    taken by the copies' gradients at the first step (the estimate warns)."""
     if optimizer == "adafactor":
         # the per-parameter fp32 copies of the largest tensor (optimizer_bytes' temporary), one tensor at a time
         largest = max(sizes, default=0)

@@ -557,7 +557,7 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
         per_gpu=tuple(loads),
         uses_free_memory=gpu is not None and gpu.free_bytes is not None,
         mode=scenario.workload.kind,
-        uneven=len({g.device_bytes for g in est.per_gpu}) > 1,
+        uneven=est.gpus_differ,
     )
 
 
