@@ -106,7 +106,7 @@ def test_the_library_window_notices_are_chinese(qtbot, chinese, tmp_path: Path) 
     win = w.open_library()
     try:
         report = win.report_label.text()
-        assert "不是 JSON 场景文件（此处应为用双引号括起的属性名：第 1 行第 2 列（字符 1））" in report
+        assert "不是 JSON 场景文件（JSON 格式错误，位于第 1 行第 2 列：此处应为用双引号括起的属性名）" in report
         assert "not a JSON scenario file" not in report and "corrupted" in report  # the folder's name stays
         item = next(win.list.item(i) for i in range(win.list.count()) if "from the future" in win.list.item(i).text())
         assert "由较新版本的 vramdesk 保存（格式版本 99" in item.toolTip() and "saved by" not in item.toolTip()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO, get_args
+from typing import Any, BinaryIO, NoReturn, TextIO, get_args
 
 from pydantic import ValidationError
 
 from vramdesk import __version__
+from vramdesk.core import jsonsafe
 from vramdesk.core.architecture import ConfigError
 from vramdesk.core.dtypes import FormatError
 from vramdesk.core.estimate import EstimateError, estimate
@@ -108,6 +110,17 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+#: most GPUs a solver tries (one GPU count at a time): a plan's own bound per machine (Hardware.gpu_count)
+_MAX_SOLVER_GPUS = 4096
+
+
+def _solver_gpus(text: str) -> int:
+    v = _positive(text)
+    if v > _MAX_SOLVER_GPUS:
+        raise argparse.ArgumentTypeError(f"at most {_MAX_SOLVER_GPUS:,}, got {v:,}")
     return v
 
 
@@ -423,6 +436,7 @@ _ERRORS = (
     FormatError,
     ScenarioFileError,
     DeepSpeedConfigError,
+    jsonsafe.JsonError,
     OSError,
 )
 
@@ -478,35 +492,72 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
         out.write(f"note: {note}\n")
 
 
+#: longest --jsonl line read (bytes); a longer one is that line's error, and the next lines go on
+_MAX_JSONL_LINE = 1024 * 1024
+
+
+def _jsonl_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) of each line; None for a line longer than _MAX_JSONL_LINE (skipped, not held)."""
+    lineno = 0
+    while line := fh.readline(_MAX_JSONL_LINE + 1):
+        lineno += 1
+        if len(line) > _MAX_JSONL_LINE and not line.endswith(b"\n"):
+            while (rest := fh.readline(_MAX_JSONL_LINE)) and not rest.endswith(b"\n"):
+                pass
+            yield lineno, None
+        else:
+            yield lineno, line
+
+
+def _jsonl_result(line: bytes) -> dict[str, Any]:
+    try:
+        obj = jsonsafe.loads(line, source="")
+    except jsonsafe.JsonError as bad:
+        if bad.syntax:
+            raise CliError(f"not a JSON object ({bad.syntax[0]} at column {bad.syntax[2]})") from bad
+        raise CliError(f"not valid JSON ({bad.problem})") from bad
+    if not isinstance(obj, dict):
+        raise CliError("each line must be a JSON object")
+    unknown = sorted(set(obj) - _ALL_KEYS)
+    if unknown:
+        raise CliError("unknown key(s): " + ", ".join(k[:80] for k in unknown))
+    model = obj.get("model")
+    if not isinstance(model, str) or not model:
+        raise CliError('missing "model"')
+    scenario = scenario_from(model, {k: v for k, v in obj.items() if v is not None})
+    est, perf = estimate_and_speed(scenario)
+    return estimate_to_dict(est, scenario, perf)
+
+
 def _jsonl(path: str, out: TextIO) -> int:
-    fh = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    """``--jsonl FILE``: one JSON result per non-blank line, in order. The input is read as bytes, line by line,
+    so whatever one line holds (a non-UTF-8 byte, deep nesting, NaN, a model that does not resolve, even a bug)
+    gives that line's own ``{"error": "line N: ..."}`` and the other lines go on."""
+    if path == "-":
+        stdin = getattr(sys.stdin, "buffer", None)  # a text stream replaced by a test has no buffer
+        fh: BinaryIO = stdin if stdin is not None else io.BytesIO(sys.stdin.read().encode("utf-8", "replace"))
+    else:
+        fh = open(path, "rb")  # noqa: SIM115
     failures = 0
     try:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+        for lineno, line in _jsonl_lines(fh):
+            if line is not None and not line.strip():
                 continue
+            error = None
             try:
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as bad:
-                    raise CliError(f"not a JSON object ({bad.msg} at column {bad.colno})") from bad
-                if not isinstance(obj, dict):
-                    raise CliError("each line must be a JSON object")
-                unknown = sorted(set(obj) - _ALL_KEYS)
-                if unknown:
-                    raise CliError("unknown key(s): " + ", ".join(unknown))
-                model = obj.get("model")
-                if not isinstance(model, str) or not model:
-                    raise CliError('missing "model"')
-                scenario = scenario_from(model, {k: v for k, v in obj.items() if v is not None})
-                est, perf = estimate_and_speed(scenario)
-                result = estimate_to_dict(est, scenario, perf)
+                if line is None:
+                    raise CliError(f"longer than {_MAX_JSONL_LINE:,} bytes")
+                text = json.dumps(_jsonl_result(line), allow_nan=False)
             except _ERRORS as err:
+                error = " ".join(str(err).split())
+            except Exception as err:  # a bug: this line's error, not the end of the batch
+                error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:500]})"
+            if error is not None:
                 failures += 1
-                result = {"error": f"line {lineno}: {err}"}
-            out.write(json.dumps(result) + "\n")
+                text = json.dumps({"error": f"line {lineno}: {error}"})
+            out.write(text + "\n")
     finally:
-        if fh is not sys.stdin:
+        if path != "-":
             fh.close()
     return 0 if failures == 0 else 1
 
@@ -595,7 +646,7 @@ def _add_solve_parser(sub: Any) -> None:
     what.add_argument("--changes", action="store_true", help="the cheapest changes that make it fit --gpu")
     what.add_argument("--advise", action="store_true", help="which catalog GPUs fit (and how many), with speeds")
     sol.add_argument("--allow-tight", action="store_true", help="count 'tight' (inside the headroom) as fitting")
-    sol.add_argument("--max-gpus", type=_positive, default=None, help="most GPUs to try [64; 8 for --changes/--advise]")
+    sol.add_argument("--max-gpus", type=_solver_gpus, default=None, help="most GPUs to try [64; 8 for --changes/--advise]")
     sol.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -845,5 +896,5 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
             render_text(est, scenario, out)
         return 0
     except _ERRORS as err:
-        print(f"vramdesk: error: {err}", file=sys.stderr)
+        print(f"vramdesk: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return 2

@@ -11,6 +11,7 @@ names, MTP layers, vision towers, nested ``text_config`` and renamed keys (``dty
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
@@ -216,6 +217,75 @@ _LLAMA_LIKE = {
 }
 
 
+#: Physical bounds on config.json numbers: (largest accepted, why). Each is far above every real model (the
+#: largest value in the bundled catalog is in the comment) and far below what makes an estimate absurd or slow:
+#: ``num_hidden_layers: 2147483648`` built a layer table until the process was killed at 22 GB.
+_LAYERS = (1_024, "no real model has that many layers")  # Llama 3.1 405B: 126
+_WIDTH = (131_072, "no real model is that wide")  # hidden sizes; Llama 3.1 405B: 16,384
+_FFN = (1_048_576, "no real model has an MLP that wide")  # Llama 3.1 405B: 53,248
+_HEADS = (8_192, "no real model has that many heads")  # DeepSeek-R1, Falcon-40B: 128
+_HEAD_DIM = (8_192, "no real model has heads that wide")  # Gemma, Qwen3.5: 256
+_RANK = (65_536, "no real model has a rank that large")  # MLA ranks; DeepSeek-R1 q_lora_rank: 1,536
+_EXPERTS = (16_384, "no real model has that many experts")  # Qwen3.5-397B: 512
+_TOKENS = (2**27, "no real model has a context that long")  # 134M tokens; Llama 4 Scout: 10,485,760
+_SMALL = (1_024, "no real model has a value that large")  # patterns, steps, kernels, channels: <= 6
+_CONFIG_BOUNDS: dict[str, tuple[int, str]] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "depth", "max_window_layers", "first_k_dense_replace"), _LAYERS),
+    **dict.fromkeys(("num_nextn_predict_layers", "mtp_num_hidden_layers"), _LAYERS),
+    **dict.fromkeys(("hidden_size", "n_embd", "n_embed", "out_hidden_size", "vision_output_dim"), _WIDTH),
+    **dict.fromkeys(("projector_input_dim", "projector_output_dim"), _WIDTH),
+    **dict.fromkeys(("intermediate_size", "intermediate_size_mlp", "moe_intermediate_size", "n_inner"), _FFN),
+    **dict.fromkeys(("shared_expert_intermediate_size", "ffn_hidden_size"), _FFN),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_heads", "num_key_value_heads", "num_kv_heads"), _HEADS),
+    **dict.fromkeys(("n_head_kv", "linear_num_key_heads", "linear_num_value_heads"), _HEADS),
+    **dict.fromkeys(("head_dim", "kv_channels", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), _HEAD_DIM),
+    **dict.fromkeys(("linear_key_head_dim", "linear_value_head_dim"), _HEAD_DIM),
+    **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), _RANK),
+    # Gemma 3 and Llama 4: 262,144 and 202,048 tokens; 16x the largest real vocabulary
+    "vocab_size": (4_194_304, "no real model has a vocabulary that large"),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "n_shared_experts"), _EXPERTS),
+    **dict.fromkeys(("num_experts_per_tok", "experts_per_token", "num_experts_per_token"), _EXPERTS),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "seq_length", "num_position_embeddings"), _TOKENS),
+    **dict.fromkeys(("sliding_window", "attention_chunk_size", "mm_tokens_per_image"), _TOKENS),
+    "image_size": (1_048_576, "no real vision tower takes images that large"),  # Llama 4: 336
+    **dict.fromkeys(("patch_size", "in_channels", "num_channels", "temporal_patch_size"), _SMALL),
+    **dict.fromkeys(("spatial_merge_size", "linear_conv_kernel_dim", "sliding_window_pattern"), _SMALL),
+    **dict.fromkeys(("full_attention_interval", "decoder_sparse_step", "moe_layer_freq"), _SMALL),
+    **dict.fromkeys(("interleave_moe_layer_step", "num_ln_in_parallel_attn"), _SMALL),
+}
+#: a field read as an integer that the table does not name
+_OTHER_BOUND = (1_048_576, "no real model has a value that large")
+
+
+def _check_bound(model_type: str, key: str, v: int) -> int:
+    limit, why = _CONFIG_BOUNDS.get(key, _OTHER_BOUND)
+    if v > limit:
+        raise ConfigError(f"{model_type}: field '{key}' = {v} is above {limit:,} ({why})")
+    return v
+
+
+def _lenient_int(c: _Cfg, key: str) -> Any:
+    """A field the normaliser reads leniently (a non-integer means "not set"), bounded when it is an integer."""
+    v = c.d.get(key)
+    if isinstance(v, int) and not isinstance(v, bool):
+        _check_bound(c.model_type, key, v)
+    return v
+
+
+def _finite(value: Any, where: str) -> None:
+    """Refuse NaN and infinities anywhere in a config (a GGUF's float metadata, a dict built by hand): they
+    would turn into exceptions or nonsense far from the field that holds them."""
+    stack = [(value, where)]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            raise ConfigError(f"config field {path} = {node} is not a finite number")
+        if isinstance(node, Mapping) and path.count(".") < 8:
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
+        elif isinstance(node, list | tuple) and path.count(".") < 8:
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+
+
 class _Cfg:
     """Typed access to a config dict that names the field and the model type in every error."""
 
@@ -235,11 +305,16 @@ class _Cfg:
             v = self.d.get(key)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or (isinstance(v, float) and not math.isfinite(v))  # int(nan) / int(inf) raise
+                or int(v) != v
+            ):
                 raise ConfigError(f"{self.model_type}: field '{key}' must be an integer, got {v!r}")
             if int(v) < min_value:
                 raise ConfigError(f"{self.model_type}: field '{key}' must be >= {min_value}, got {v}")
-            return int(v)
+            return _check_bound(self.model_type, key, int(v))
         if default is not None:
             return default
         names = "' or '".join(keys)
@@ -346,6 +421,7 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
     a warning.
     """
     text, outer = _text_and_outer(config)
+    _finite(outer, "")
     model_type = _model_type(text, outer)
     mt = model_type.lower()
     base = mt.removesuffix("_text")
@@ -398,7 +474,9 @@ def _common(c: _Cfg, outer: Mapping[str, Any]) -> dict[str, Any]:
     qc = c.get("quantization_config") or outer.get("quantization_config") or outer.get("compression_config")
     if qc is not None and not isinstance(qc, Mapping):
         raise ConfigError(f"{c.model_type}: field 'quantization_config' must be an object")
-    maxpos = c.get("max_position_embeddings") or c.get("n_positions") or c.get("seq_length")
+    maxpos = (
+        _lenient_int(c, "max_position_embeddings") or _lenient_int(c, "n_positions") or _lenient_int(c, "seq_length")
+    )
     return {
         "dtype": _dtype(c.d, outer),
         "quantization_config": dict(qc) if qc is not None else None,
@@ -450,7 +528,7 @@ def _llama_like(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
     sources: dict[str, str] = {}
     # sliding windows: Mistral (all layers when set), Qwen2 (only when use_sliding_window, and only layers
     # from max_window_layers on), Phi-3 (all layers), layer_types when given
-    window = c.get("sliding_window")
+    window = _lenient_int(c, "sliding_window")
     kinds = [AttentionKind.FULL] * n_layers
     types = _layer_types(c, n_layers)
     if types is not None:
@@ -507,7 +585,7 @@ def _gemma(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
     n_heads, n_kv, head_dim = _heads(c, hidden)
     inter = c.int("intermediate_size")
     types = _layer_types(c, n_layers)
-    window = c.get("sliding_window")
+    window = _lenient_int(c, "sliding_window")
     if types is not None:
         kinds = [_kind_from_type(c, t) for t in types]
         src = "layer_types"
@@ -549,7 +627,7 @@ def _gemma(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
             patch_size=v.int("patch_size"),
             details={
                 "image_size": v.int("image_size", default=896),
-                "mm_tokens_per_image": int(outer.get("mm_tokens_per_image", 256)),
+                "mm_tokens_per_image": _Cfg(outer, c.model_type).int("mm_tokens_per_image", default=256, min_value=0),
                 "text_hidden": hidden,
             },
         )
@@ -627,7 +705,7 @@ def _llama4(c: _Cfg, outer: Mapping[str, Any], base: str) -> Architecture:
     inter = c.int("intermediate_size")
     inter_mlp = c.int("intermediate_size_mlp", default=inter)
     step = c.int("interleave_moe_layer_step", default=1)
-    chunk = c.get("attention_chunk_size")
+    chunk = _lenient_int(c, "attention_chunk_size")
     no_rope = c.get("no_rope_layers") or []
     if not isinstance(no_rope, list):
         raise ConfigError(f"{c.model_type}: field 'no_rope_layers' must be a list")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+from . import jsonsafe
 from .architecture import Architecture
 from .dtypes import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
 from .inventory import Tensor
@@ -72,6 +73,9 @@ _INT_BITS = {"I32": 32, "U32": 32, "I16": 16, "U16": 16, "I8": 8, "U8": 8, "I64"
 
 #: a safetensors JSON header larger than this is refused (the format's own readers cap it at 100 MB)
 MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+#: one tensor's bounds: the largest real tensors (embeddings, fused experts) have ~10^10 elements and 3-4 dims
+MAX_TENSOR_ELEMENTS = 2**44
+MAX_TENSOR_DIMS = 8
 
 SafetensorsEntries = Mapping[str, tuple[str, tuple[int, ...]]]
 
@@ -110,9 +114,9 @@ def parse_safetensors_header(
     if len(data) < 8 + n:
         raise NeedMoreBytesError(8 + n)
     try:
-        obj = json.loads(bytes(data[8 : 8 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"header is not valid JSON ({err})") from err
+        obj = jsonsafe.loads(bytes(data[8 : 8 + n]), source="header")
+    except jsonsafe.JsonError as err:  # NaN, deep nesting, non-UTF-8...: named, one line
+        raise CheckpointError(f"header is not valid JSON ({err.problem})") from err
     return safetensors_entries(obj, data_size=None if file_size is None else file_size - 8 - n)
 
 
@@ -134,9 +138,16 @@ def safetensors_entries(
         dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         if not isinstance(dtype, str):
             raise CheckpointError(f"tensor {name!r}: missing or invalid 'dtype'")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
             raise CheckpointError(f"tensor {name!r}: 'shape' must be a list of non-negative integers")
         dims = tuple(int(d) for d in shape)
+        if len(dims) > MAX_TENSOR_DIMS or prod(dims) > MAX_TENSOR_ELEMENTS:
+            raise CheckpointError(
+                f"tensor {name!r}: shape {list(dims)[: MAX_TENSOR_DIMS + 1]} is absurd (at most {MAX_TENSOR_DIMS} "
+                f"dimensions and {MAX_TENSOR_ELEMENTS:,} elements)"
+            )
         nbytes = safetensors_bytes(dtype, dims)
         if offsets is not None:
             if (
@@ -599,6 +610,10 @@ def parse_gguf_header(
         if n_dims > MAX_GGUF_DIMS:
             raise CheckpointError(f"tensor {name!r}: {n_dims} dimensions is absurd")
         dims = tuple(r.u64() for _ in range(n_dims))
+        if prod(dims) > MAX_TENSOR_ELEMENTS:
+            raise CheckpointError(
+                f"tensor {name!r}: shape {list(dims)} is absurd (over {MAX_TENSOR_ELEMENTS:,} elements)"
+            )
         ttype = r.u32()
         offset = r.u64()
         tensors.append(GgufTensorInfo(name, ttype, dims, offset))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import constants as K
-from .architecture import Architecture, normalize
+from .architecture import Architecture, ConfigError, normalize
 from .dtypes import (
     DTYPE_BYTES,
     FormatError,
@@ -29,6 +29,24 @@ from .weights import WeightBytes, stored_weight_bytes, weight_bytes
 
 class EstimateError(ValueError):
     """A scenario that cannot be estimated, with the reason in words."""
+
+
+#: most parameters a model may have: 100 trillion, 50x the largest published (Kimi K2 and DeepSeek-V3: ~1T)
+MAX_PARAMS = 10**14
+#: most bytes one GPU (or one machine's host memory) may need in an estimate: 1 EiB. Real plans stay below a few
+#: TiB; past this only inputs at their absurd limits multiply out (65,536 sequences x 16M tokens x a huge model)
+MAX_PLAN_BYTES = 2**60
+
+
+def _bounded(est: Estimate) -> Estimate:
+    """Refuse an estimate that is arithmetic on absurd inputs rather than an answer (see MAX_PLAN_BYTES)."""
+    worst = max([est.host_bytes, est.device_bytes, *(g.device_bytes for g in est.per_gpu)])
+    if worst > MAX_PLAN_BYTES:
+        raise EstimateError(
+            f"this plan needs {worst / 2**60:,.3g} EiB on one GPU or machine, above the 1 EiB any estimate may "
+            "reach: the batch, the lengths or the model's sizes are far outside anything real"
+        )
+    return est
 
 
 @dataclass
@@ -88,11 +106,18 @@ def model_facts(
     tensors = build_inventory(arch)
     if checkpoint is not None and stored_total is None:
         stored_total = sum(t.numel for t in checkpoint)
+    counts = count_params(tensors)
+    if max(counts.checkpoint, stored_total or 0) > MAX_PARAMS:
+        # every field can be within its own bound (architecture._CONFIG_BOUNDS) while their product is not
+        raise ConfigError(
+            f"{arch.model_type}: {max(counts.checkpoint, stored_total or 0):.3g} parameters is above "
+            f"{MAX_PARAMS:.0e} (no real model is that large: check the layer, width, vocabulary and expert counts)"
+        )
     return ModelFacts(
         model_id=model_id or arch.model_type,
         arch=arch,
         tensors=tensors,
-        counts=count_params(tensors),
+        counts=counts,
         notes=notes,
         stored_total=stored_total,
         checkpoint=checkpoint,
@@ -186,6 +211,12 @@ def estimate(
     scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None, *, headroom_fraction: float | None = None
 ) -> Estimate:
     """One estimate. ``headroom_fraction`` overrides the verdict's safety margin (share of the GPU's memory)."""
+    return _bounded(_estimate(scenario, facts, gpu, headroom_fraction))
+
+
+def _estimate(
+    scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None, headroom_fraction: float | None = None
+) -> Estimate:
     work = scenario.workload
     if not isinstance(work, InferenceWorkload):
         return _estimate_training(scenario, work, facts, gpu, headroom_fraction)
@@ -433,14 +464,16 @@ def _estimate_training(
         )
     extra_bytes = sum(c.bytes for c in extras)
     device = reserved + extra_bytes
-    # GPUs are numbered stage by stage: each pipeline stage has gpus / pp GPUs that hold the same share
+    # GPUs are numbered stage by stage: each pipeline stage has gpus / pp GPUs that hold the same share. The
+    # share (and its verdict) is worked out once per stage and copied per GPU: the cost of a plan of thousands
+    # of GPUs is that of its stages, plus one cheap copy per GPU
     per_stage = max(1, run.gpus // len(stage_phases))
-    shares = []
-    for i in range(run.gpus):
-        top, a, r = levels(stage_phases[min(i // per_stage, len(stage_phases) - 1)])
-        shares.append(
+    stage_shares = []
+    for st in stage_phases:
+        top, a, r = levels(st)
+        stage_shares.append(
             GpuShare(
-                index=i,
+                index=0,
                 peak_allocated_bytes=a,
                 peak_reserved_bytes=r,
                 device_bytes=r + extra_bytes,
@@ -456,7 +489,10 @@ def _estimate_training(
                 else None,
             )
         )
-    per_gpu = tuple(shares)
+    per_gpu = tuple(
+        stage_shares[min(i // per_stage, len(stage_shares) - 1)].model_copy(update={"index": i})
+        for i in range(run.gpus)
+    )
     busiest = max(per_gpu, key=lambda g: g.device_bytes)
     fit = busiest.fit
     c = facts.counts

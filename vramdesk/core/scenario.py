@@ -19,6 +19,10 @@ SplitMode = Literal["layer", "row"]
 
 #: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
 MAX_TOKENS = 16 * 1024 * 1024
+#: Most GPUs one plan models (nodes x GPUs per node). An estimate lists every GPU (``per_gpu``), so its cost grows
+#: with the count: 4,096 nodes x 4,096 GPUs (each allowed on its own) would be 16.7 million entries, past 120 s and
+#: 4 GB. 65,536 is above the largest training jobs published (Llama 3 405B: 16,384 GPUs) and costs under a second.
+MAX_TOTAL_GPUS = 65_536
 
 
 class _Frozen(BaseModel):
@@ -195,6 +199,16 @@ class Hardware(_Frozen):
     gpu_count: int = Field(default=1, ge=1, le=4096)
     #: machines, each with gpu_count GPUs (fine-tuning plans that outgrow one machine)
     nodes: int = Field(default=1, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _bounded_total(self) -> Hardware:
+        total = self.gpu_count * self.nodes
+        if total > MAX_TOTAL_GPUS:
+            raise ValueError(
+                f"{self.nodes:,} nodes x {self.gpu_count:,} GPUs = {total:,} GPUs: a plan models at most "
+                f"{MAX_TOTAL_GPUS:,} GPUs"
+            )
+        return self
 
 
 class Parallelism(_Frozen):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vramdesk.core import jsonsafe
 from vramdesk.fsutil import atomic_write_text
 
 #: answer-cache files larger than this are ignored (DeepSeek-V3's headers are ~6 MB)
@@ -196,8 +197,8 @@ class AnswerCache:
         try:
             if path.stat().st_size > MAX_ANSWER_BYTES:
                 return None
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = jsonsafe.loads(path.read_bytes(), source=str(path))
+        except (OSError, jsonsafe.JsonError):  # a damaged answer is no answer (NaN and deep nesting included)
             return None
         return data if isinstance(data, dict) and data.get("schema") == ANSWER_SCHEMA else None
 

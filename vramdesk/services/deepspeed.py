@@ -7,7 +7,6 @@ Values ``"auto"`` (filled in by the HF Trainer integration) keep the scenario's 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vramdesk.core import jsonsafe
 from vramdesk.core.scenario import Scenario
 
 MAX_BYTES = 1024 * 1024
@@ -345,8 +345,8 @@ def looks_like_deepspeed(path: Path) -> bool:
     try:
         if Path(path).stat().st_size > MAX_BYTES:
             return False
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = jsonsafe.loads(Path(path).read_bytes(), source=str(path))
+    except (OSError, jsonsafe.JsonError):
         return False
     return isinstance(data, dict) and bool(_SIGNATURE & set(data)) and "model_type" not in data
 
@@ -358,9 +358,9 @@ def read_deepspeed(path: Path) -> DeepSpeedPlan:
     if path.stat().st_size > MAX_BYTES:
         raise DeepSpeedConfigError(f"{path}: too large for a DeepSpeed config")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DeepSpeedConfigError(f"{path}: not valid JSON ({err})") from err
+        data = jsonsafe.loads(path.read_bytes(), source=str(path))
+    except jsonsafe.JsonError as err:  # NaN, Infinity, deep nesting, non-UTF-8 too: one line, not a traceback
+        raise DeepSpeedConfigError(f"{path}: not valid JSON ({err.problem})") from err
     try:
         return parse_deepspeed(data)
     except DeepSpeedConfigError as err:

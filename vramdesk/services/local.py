@@ -8,13 +8,13 @@ Every error names the file and what is wrong.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from vramdesk.core import jsonsafe
 from vramdesk.core.checkpoint import (
     MAX_SAFETENSORS_HEADER,
     CheckpointError,
@@ -50,11 +50,11 @@ def _read_json(path: Path, limit: int, what: str) -> Any:
     if size > limit:
         raise LocalModelError(f"{path}: {size:,} bytes is too large for {what}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise LocalModelError(f"{path}: not UTF-8 text ({err.reason})") from err
-    except json.JSONDecodeError as err:
-        raise LocalModelError(f"{path}: malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}") from err
+        return jsonsafe.loads(path.read_bytes(), source=str(path))
+    except OSError as err:
+        raise LocalModelError(f"{path}: cannot read ({err.strerror or err})") from err
+    except jsonsafe.JsonError as err:  # NaN, Infinity, deep nesting, non-UTF-8: named, one line
+        raise LocalModelError(str(err)) from err
 
 
 def read_config(path: Path) -> dict[str, Any]:

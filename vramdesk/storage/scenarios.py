@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from vramdesk.core import jsonsafe
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
 from vramdesk.fsutil import atomic_write_text
 
@@ -166,9 +167,9 @@ def read_json(path: Path) -> Any:
     if path.stat().st_size > MAX_SCENARIO_BYTES:
         raise ScenarioFileError(f"{path}: too large to be a scenario file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ScenarioFileError(f"{path}: not a JSON scenario file ({err})") from err
+        return jsonsafe.loads(path.read_bytes(), source=str(path))
+    except jsonsafe.JsonError as err:  # NaN, deep nesting, non-UTF-8 too: the library quarantines such a file
+        raise ScenarioFileError(f"{path}: not a JSON scenario file ({err.problem})") from err
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -180,7 +181,7 @@ def is_scenario_file(path: Path) -> bool:
     try:
         if Path(path).stat().st_size > MAX_SCENARIO_BYTES:
             return False
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = jsonsafe.loads(Path(path).read_bytes(), source=str(path))
+    except (OSError, jsonsafe.JsonError):
         return False
     return isinstance(data, dict) and "model" in data and "workload" in data
