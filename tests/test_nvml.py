@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (FAKE_NVML_C is the C shim of shared/research/ecosystem.md Appendix B, verbatim)
 """GPU detection (services/nvml.py): a pure-Python fake, the real bindings over a C shim, and no NVML at all."""
 
 from __future__ import annotations
@@ -6,84 +5,15 @@ from __future__ import annotations
 import ctypes
 import io
 import json
-import shutil
-import subprocess
 from types import SimpleNamespace
 from typing import Any
 
+import fake_nvml
 import pytest
 
 from vramdesk import cli
 from vramdesk.core.gpu import GIB, MIB
 from vramdesk.services import nvml as nv
-
-FAKE_NVML_C = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-typedef int nvmlReturn_t;
-enum { OK = 0, UNINIT = 1, INVALID_ARG = 2, NOT_SUPPORTED = 3, INSUFF = 7, DRIVER_NOT_LOADED = 9 };
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
-typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
-typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } nvmlProcessInfo_t;
-#define MAXG 8
-struct gpu { char name[96]; unsigned long long total, used, reserved; unsigned int mig; };
-static struct gpu gpus[MAXG]; static unsigned int ngpus; static int inited;
-static const unsigned long long MiB = 1024ULL * 1024ULL;
-/* FAKE_NVML_GPUS="name|total_MiB|used_MiB|reserved_MiB|mig(0,1; 2=not supported);..." */
-static void load(void) {
-    const char *s = getenv("FAKE_NVML_GPUS");
-    if (!s || !*s) s = "NVIDIA GeForce RTX 4090|24564|1200|300|0";
-    char *buf = strdup(s), *save = NULL; ngpus = 0;
-    for (char *t = strtok_r(buf, ";", &save); t && ngpus < MAXG; t = strtok_r(NULL, ";", &save)) {
-        struct gpu *g = &gpus[ngpus]; unsigned long long tt = 0, u = 0, r = 0; unsigned int m = 0; char name[96] = {0};
-        if (sscanf(t, "%95[^|]|%llu|%llu|%llu|%u", name, &tt, &u, &r, &m) >= 2) {
-            snprintf(g->name, sizeof g->name, "%s", name);
-            g->total = tt * MiB; g->used = u * MiB; g->reserved = r * MiB; g->mig = m; ngpus++; } }
-    free(buf);
-}
-nvmlReturn_t nvmlInitWithFlags(unsigned int f) {
-    const char *e = getenv("FAKE_NVML_INIT_ERROR");
-    (void)f;
-    if (e && *e) return atoi(e);
-    load(); inited = 1; return OK; }
-nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
-nvmlReturn_t nvmlShutdown(void) { if (!inited) return UNINIT; inited = 0; return OK; }
-const char *nvmlErrorString(nvmlReturn_t r) { switch (r) { case OK: return "Success"; case UNINIT: return "Uninitialized";
-    case INVALID_ARG: return "Invalid Argument"; case NOT_SUPPORTED: return "Not Supported"; case INSUFF: return "Insufficient Size";
-    case DRIVER_NOT_LOADED: return "Driver Not Loaded"; default: return "Unknown Error"; } }
-nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int n) { if (!inited) return UNINIT; snprintf(v, n, "575.51.03-fake"); return OK; }
-nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { *v = 12090; return OK; }
-nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { *v = 12090; return OK; }
-nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *c) { if (!inited) return UNINIT; *c = ngpus; return OK; }
-nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h) {
-    if (!inited) return UNINIT;
-    if (i >= ngpus) return INVALID_ARG;
-    *h = &gpus[i]; return OK; }
-nvmlReturn_t nvmlDeviceGetName(void *h, char *n, unsigned int l) { snprintf(n, l, "%s", ((struct gpu *)h)->name); return OK; }
-nvmlReturn_t nvmlDeviceGetUUID(void *h, char *u, unsigned int l) { snprintf(u, l, "GPU-fake-%04d", (int)((struct gpu *)h - gpus)); return OK; }
-nvmlReturn_t nvmlDeviceGetMemoryInfo(void *h, nvmlMemory_t *m) {           /* v1: used includes reserved */
-    struct gpu *g = h; m->total = g->total; m->used = g->used + g->reserved; m->free = g->total - m->used; return OK; }
-nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(void *h, nvmlMemory_v2_t *m) {     /* v2: reserved separate */
-    struct gpu *g = h; if (m->version != (unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25;
-    m->total = g->total; m->reserved = g->reserved; m->used = g->used; m->free = g->total - g->used - g->reserved; return OK; }
-nvmlReturn_t nvmlDeviceGetMigMode(void *h, unsigned int *cur, unsigned int *pend) {
-    struct gpu *g = h; if (g->mig > 1) return NOT_SUPPORTED; *cur = *pend = g->mig; return OK; }
-nvmlReturn_t nvmlDeviceGetCudaComputeCapability(void *h, int *maj, int *min) { (void)h; *maj = 8; *min = 9; return OK; }
-/* FAKE_NVML_PROCS="gpu_index:pid:used_MiB;..." */
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count, nvmlProcessInfo_t *infos) {
-    unsigned int idx = (unsigned int)((struct gpu *)h - gpus), n = 0; const char *s = getenv("FAKE_NVML_PROCS"); nvmlProcessInfo_t tmp[32];
-    if (s && *s) { char *buf = strdup(s), *save = NULL;
-        for (char *t = strtok_r(buf, ";", &save); t && n < 32; t = strtok_r(NULL, ";", &save)) {
-            unsigned int gi, pid; unsigned long long mib;
-            if (sscanf(t, "%u:%u:%llu", &gi, &pid, &mib) == 3 && gi == idx) { tmp[n].pid = pid; tmp[n].usedGpuMemory = mib * MiB;
-                tmp[n].gpuInstanceId = tmp[n].computeInstanceId = 0xFFFFFFFFu; n++; } }
-        free(buf); }
-    if (n == 0) { *count = 0; return OK; }
-    if (!infos || *count < n) { *count = n; return INSUFF; }
-    memcpy(infos, tmp, n * sizeof *tmp); *count = n; return OK;
-}
-"""
 
 
 class NVMLError(Exception):
@@ -243,8 +173,13 @@ def test_gpu_spec_keeps_detected_total_and_free() -> None:
     assert (odd.name, odd.memory_bytes, odd.free_bytes) == ("Mystery", 8 * GIB, 7 * GIB)
 
 
+def _probe_with(monkeypatch, fake: FakeNvml) -> None:
+    """`vramdesk gpus` probes in a child process; here it probes ``fake`` in this one instead."""
+    monkeypatch.setattr(nv, "detect_gpus_isolated", lambda timeout=None, cancel=None: nv.detect_gpus(fake))
+
+
 def test_cli_gpus_without_a_driver(monkeypatch) -> None:
-    monkeypatch.setattr(nv, "_load_pynvml", lambda: FakeNvml([], init_error=NVMLError_LibraryNotFound("x")))
+    _probe_with(monkeypatch, FakeNvml([], init_error=NVMLError_LibraryNotFound("x")))
     out = io.StringIO()
     assert cli.main(["gpus"], out=out) == 0
     assert out.getvalue() == "no NVIDIA GPU detected: no NVIDIA driver found (libnvidia-ml.so.1)\n"
@@ -258,7 +193,7 @@ def test_cli_gpus_without_a_driver(monkeypatch) -> None:
 
 
 def test_cli_gpus_with_a_fake_gpu(monkeypatch) -> None:
-    monkeypatch.setattr(nv, "_load_pynvml", lambda: FakeNvml([{**RTX, "procs": [(4242, 3500 * MIB)]}]))
+    _probe_with(monkeypatch, FakeNvml([{**RTX, "procs": [(4242, 3500 * MIB)]}]))
     out = io.StringIO()
     assert cli.main(["gpus"], out=out) == 0
     text = out.getvalue()
@@ -271,14 +206,10 @@ def test_cli_gpus_with_a_fake_gpu(monkeypatch) -> None:
 
 @pytest.fixture(scope="session")
 def nvml_shim(tmp_path_factory) -> str:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if not cc:
+    """The C shim of tests/fake_nvml/ (shared/research/ecosystem.md Appendix B, plus hangs, crashes, odd figures)."""
+    out = fake_nvml.build(tmp_path_factory.mktemp("nvml"))
+    if out is None:
         pytest.skip("no C compiler")
-    folder = tmp_path_factory.mktemp("nvml")
-    src = folder / "fake_nvml.c"
-    src.write_text(FAKE_NVML_C, encoding="utf-8")
-    out = folder / "libnvidia-ml.so.1"
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(out), str(src)], check=True)
     return str(out)
 
 

@@ -33,6 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from vramdesk.ui.export import main as export_main
 
         return export_main(args[2:])
+    if args[:2] == ["-m", "vramdesk.services.nvml"]:
+        # GPU detection probes NVML in a child process (a hung or crashing driver takes only the child along):
+        # the frozen build answers that command line here too
+        from vramdesk.services.nvml import probe_main
+
+        return probe_main(args[2:])
     if wants_gui(args) and not any(a in ("-h", "--help", "--version") for a in args[:1]):
         headless_ok = any(a.startswith(_GUI_FLAGS) for a in args)
         if not headless_ok and not has_display():

@@ -31,7 +31,7 @@ def verdict(
     frees its cached blocks and retries before it reports out of memory, so it succeeds unless the blocks it cannot
     give back (split ones) leave too little.
     """
-    available = gpu.memory_bytes if gpu.free_bytes is None else min(gpu.memory_bytes, gpu.free_bytes)
+    available = gpu.memory_bytes if gpu.free_bytes is None else max(0, min(gpu.memory_bytes, gpu.free_bytes))
     where = "free" if gpu.free_bytes is not None else "total"
     room = (
         headroom(gpu.memory_bytes) if headroom_fraction is None else max(0, int(gpu.memory_bytes * headroom_fraction))
@@ -39,9 +39,13 @@ def verdict(
     if budget_bytes is not None and budget_bytes < available:
         available, where = budget_bytes, budget_label or "budget"
         room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
-    margin = (available - required_bytes) / available
+    # nothing free (another job fills the GPU): the formula's limit is -inf, JSON needs a finite number
+    margin = (available - required_bytes) / available if available > 0 else (-1.0 if required_bytes > 0 else 0.0)
     cache_only = required_bytes > available and allocated_bytes is not None and allocated_bytes <= available
-    if cache_only and allocated_bytes is not None:
+    if available == 0 and where == "free":
+        v = "does not fit"
+        msg = _nothing_free(gpu) + f"; needs {required_bytes / GIB:.2f} GiB per GPU"
+    elif cache_only and allocated_bytes is not None:
         v = "tight"
         msg = (
             f"needs {allocated_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where} for live tensors, "
@@ -67,6 +71,8 @@ def verdict(
             f"needs {required_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where}; "
             f"{(available - required_bytes) / GIB:.2f} GiB to spare"
         )
+    if gpu.free_note:  # the detected figures did not add up: say what the verdict planned with
+        msg += f"; {gpu.free_note}"
     return Fit(
         gpu=gpu.name,
         gpu_count=gpu_count,
@@ -82,3 +88,14 @@ def verdict(
         short_bytes=0 if cache_only else max(0, required_bytes - available),
         live_bytes=allocated_bytes if cache_only else None,
     )
+
+
+def _nothing_free(gpu: GpuSpec) -> str:
+    """Why nothing fits: "no free memory on GPU 0 (the RTX 4090): other processes hold 23.70 GiB (process 4242 ...)"."""
+    where = f"GPU {gpu.device_index} (the {gpu.name})" if gpu.device_index is not None else f"the {gpu.name}"
+    msg = f"no free memory on {where}"
+    if gpu.used_bytes:
+        msg += f": other processes hold {gpu.used_bytes / GIB:.2f} GiB"
+    if gpu.held_by:
+        msg += f" ({gpu.held_by})"
+    return msg

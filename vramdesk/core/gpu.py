@@ -21,6 +21,13 @@ class GpuSpec(BaseModel):
     vendor: str = "NVIDIA"
     #: free memory right now (only for detected GPUs)
     free_bytes: int | None = None
+    #: detected GPUs only: NVML's index, the memory other processes hold, the biggest holder in words
+    #: ("process 4242 python holds 22.10 GiB"), and a note on the free figure ("NVML figures do not add up ...")
+    #: that the fit verdict repeats; all None for catalog GPUs
+    device_index: int | None = None
+    used_bytes: int | None = None
+    held_by: str | None = None
+    free_note: str | None = None
 
     @property
     def sm_major(self) -> int:

@@ -4,25 +4,49 @@
 has it: ``used`` then excludes the memory the driver reserves), the processes holding memory on each, and
 MIG mode; or an empty list with a reason in words ("no NVIDIA driver found (libnvidia-ml.so.1)").
 
-Tests inject a fake module through ``nvml=`` (any object with pynvml's function names and exception
-classes), or load the C shim of ``shared/research/ecosystem.md`` Appendix B into the real bindings.
+By default NVML is probed in a child process (:func:`detect_gpus_isolated`: ``python -m vramdesk.services.nvml
+--probe``, which prints the result as JSON) with a deadline, so that a hung driver cannot hang the command line or
+the window and a driver that crashes (a segfault inside libnvidia-ml) takes only the child along. Free memory is
+checked against the other figures (:func:`checked_free`): figures that do not add up never make a plan "fit".
+
+Tests inject a fake module through ``nvml=`` (any object with pynvml's function names and exception classes;
+probed in-process), or point the child at the C shim of ``tests/fake_nvml/`` through ``LD_LIBRARY_PATH``.
 :func:`to_gpu_spec` maps a detected GPU to a catalog :class:`GpuSpec` (by name) that keeps the detected
 total and free memory, so the fit verdict uses free memory and says so.
+
+This module imports neither pydantic nor the catalog at import time: the probe child starts in ~0.1 s.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vramdesk.core.gpu import GpuSpec
+if TYPE_CHECKING:
+    import threading
 
-from .catalog import Catalog, CatalogError, default_catalog
+    from vramdesk.core.gpu import GpuSpec
+
+    from .catalog import Catalog
 
 LIBRARY_NAME = "nvml.dll" if sys.platform.startswith("win") else "libnvidia-ml.so.1"
+_GIB = 1 << 30
+_MIB = 1 << 20
+#: seconds the probe child may take before the driver counts as hung; VRAMDESK_NVML_TIMEOUT overrides it
+PROBE_TIMEOUT_S = 5.0
+TIMEOUT_ENV = "VRAMDESK_NVML_TIMEOUT"
+#: a memory figure above this is garbage, not a size (an unsigned underflow reads as ~16 EiB)
+ABSURD_BYTES = 16 << 40
 
 
 @dataclass(frozen=True)
@@ -38,6 +62,7 @@ class DetectedGpu:
     index: int
     name: str
     total: int
+    #: free memory to plan with: NVML's figure, or the safe estimate of :func:`checked_free` (then ``note`` says why)
     free: int
     used: int
     processes: tuple[GpuProcess, ...] = ()
@@ -47,6 +72,10 @@ class DetectedGpu:
     #: memory the driver/firmware sets aside (NVML memory v2), None with v1
     reserved: int | None = None
     uuid: str | None = None
+    #: NVML's own free figure when it did not add up and ``free`` is the estimate instead; None otherwise
+    reported_free: int | None = None
+    #: why ``free`` is not NVML's figure ("NVML figures do not add up ..."); None when it is
+    note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -60,13 +89,40 @@ class DetectedGpu:
             "mig": self.mig,
             "compute_capability": self.compute_capability,
             "processes": [{"pid": p.pid, "name": p.name, "used_bytes": p.used_bytes} for p in self.processes],
+            "reported_free_bytes": self.reported_free,
+            "note": self.note,
         }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> DetectedGpu:
+        """The inverse of :meth:`to_json` (the probe child's answer); raises KeyError/TypeError/ValueError."""
+
+        def opt_int(v: Any) -> int | None:
+            return None if v is None else int(v)
+
+        return cls(
+            index=int(d["index"]),
+            name=str(d["name"]),
+            total=int(d["total_bytes"]),
+            free=int(d["free_bytes"]),
+            used=int(d["used_bytes"]),
+            processes=tuple(
+                GpuProcess(pid=int(p["pid"]), name=str(p["name"]), used_bytes=opt_int(p["used_bytes"]))
+                for p in d["processes"]
+            ),
+            mig=bool(d["mig"]),
+            compute_capability=None if d["compute_capability"] is None else str(d["compute_capability"]),
+            reserved=opt_int(d["reserved_bytes"]),
+            uuid=None if d["uuid"] is None else str(d["uuid"]),
+            reported_free=opt_int(d.get("reported_free_bytes")),
+            note=None if d.get("note") is None else str(d["note"]),
+        )
 
 
 @dataclass(frozen=True)
 class DetectionResult:
     gpus: list[DetectedGpu] = field(default_factory=list)
-    #: why the list is empty (or partial); None when detection worked
+    #: why the list is empty (or partial, or a GPU's figures do not add up); None when detection worked
     reason: str | None = None
     driver_version: str | None = None
 
@@ -76,6 +132,51 @@ class DetectionResult:
             "reason": self.reason,
             "driver_version": self.driver_version,
         }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> DetectionResult:
+        return cls(
+            gpus=[DetectedGpu.from_json(g) for g in d["gpus"]],
+            reason=None if d["reason"] is None else str(d["reason"]),
+            driver_version=None if d["driver_version"] is None else str(d["driver_version"]),
+        )
+
+
+def checked_free(total: int, free: int, used: int, reserved: int | None = None) -> tuple[int, str | None]:
+    """The free memory to plan with, always in [0, total], and a note when NVML's figures do not add up.
+
+    NVML derives free by subtraction, so an unsigned underflow (in a driver, a vGPU layer or a shim) turns "less
+    than nothing" into ~16 EiB free, and that must never make a plan "fit". Figures agree when free, used and
+    reserved each lie in [0, total] and free + used is at most total (plus 1% / 64 MiB of rounding; reserved is left
+    out of the sum because drivers differ on whether used includes it, and a sum below total only means memory
+    nobody accounts for, where free is the cautious figure anyway). When they do not agree, the plan uses the least
+    free memory the figures allow: total - used - reserved (total - used when reserved is the odd one), and never
+    more than NVML's own free figure when that one is in range. When used is itself out of range, or total is
+    absurd, the GPU counts as full (0 free). Why not plan against the total instead: a wrong "does not fit" costs a
+    look at the catalog GPU (which plans against the total), a wrong "fits" costs an out-of-memory crash an hour
+    into a job.
+    """
+    r = reserved or 0
+
+    def ok(v: int) -> bool:
+        return 0 <= v <= total
+
+    sane_total = 0 < total <= ABSURD_BYTES
+    if sane_total and ok(free) and ok(used) and ok(r) and free + used <= total + max(64 * _MIB, total // 100):
+        return free, None
+    if sane_total and ok(used):
+        left = total - used - r if ok(r) and used + r <= total else total - used
+        if ok(free):
+            left = min(left, free)
+    else:
+        left = 0
+    figures = f"total {total / _GIB:.2f} GiB, free {free / _GIB:.2f} GiB, used {used / _GIB:.2f} GiB"
+    if reserved is not None:
+        figures += f", reserved {reserved / _GIB:.2f} GiB"
+    return (
+        left,
+        f"NVML figures do not add up ({figures}): planning with {left / _GIB:.2f} GiB free, the least they allow",
+    )
 
 
 def _text(v: Any) -> str:
@@ -147,13 +248,29 @@ def _load_pynvml() -> Any:
     return pynvml
 
 
-def detect_gpus(nvml: Any = None) -> DetectionResult:
-    """The NVIDIA GPUs of this machine; never raises (no library / driver / GPU -> empty list + reason)."""
+def detect_gpus(
+    nvml: Any = None, *, timeout: float | None = None, cancel: threading.Event | None = None
+) -> DetectionResult:
+    """The NVIDIA GPUs of this machine; never raises (no library / driver / GPU -> empty list + reason).
+
+    With ``nvml`` (a pynvml-like module) the probe runs in this process; without, in a child process with a
+    deadline (:func:`detect_gpus_isolated`; ``timeout`` and ``cancel`` go there).
+    """
     if nvml is None:
-        try:
-            nvml = _load_pynvml()
-        except ImportError:
-            return DetectionResult(reason="nvidia-ml-py is not installed (no GPU detection)")
+        return detect_gpus_isolated(timeout, cancel)
+    return _detect_in_process(nvml)
+
+
+def detect_gpus_in_process() -> DetectionResult:
+    """The probe itself, with the real bindings, in this process (what the child runs)."""
+    try:
+        nvml = _load_pynvml()
+    except ImportError:
+        return DetectionResult(reason="nvidia-ml-py is not installed (no GPU detection)")
+    return _detect_in_process(nvml)
+
+
+def _detect_in_process(nvml: Any) -> DetectionResult:
     try:
         nvml.nvmlInit()
     except Exception as err:
@@ -166,7 +283,8 @@ def detect_gpus(nvml: Any = None) -> DetectionResult:
         for i in range(count):
             try:
                 h = nvml.nvmlDeviceGetHandleByIndex(i)
-                total, free, used, reserved = _memory(nvml, h)
+                total, reported, used, reserved = _memory(nvml, h)
+                free, note = checked_free(total, reported, used, reserved)
                 mig_mode = _optional(nvml.nvmlDeviceGetMigMode, h)
                 cc = _optional(nvml.nvmlDeviceGetCudaComputeCapability, h)
                 gpus.append(
@@ -181,8 +299,12 @@ def detect_gpus(nvml: Any = None) -> DetectionResult:
                         mig=bool(mig_mode and int(mig_mode[0]) == 1),
                         compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
                         uuid=_optional(lambda h=h: _text(nvml.nvmlDeviceGetUUID(h))),
+                        reported_free=reported if note else None,
+                        note=note,
                     )
                 )
+                if note:  # the window and `vramdesk gpus` show the reason: the user learns why free looks low
+                    problems.append(f"GPU {i}: {note}")
             except Exception as err:
                 problems.append(f"GPU {i}: {err}")
         reason = None
@@ -195,6 +317,119 @@ def detect_gpus(nvml: Any = None) -> DetectionResult:
         return DetectionResult(reason=f"NVML query failed: {err}")
     finally:
         _optional(nvml.nvmlShutdown)
+
+
+# ---------------------------------------------------------------------------------------------- the probe child
+
+
+def probe_timeout() -> float:
+    """The probe's deadline in seconds: $VRAMDESK_NVML_TIMEOUT when it is a sane number, else 5."""
+    try:
+        t = float(os.environ.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return PROBE_TIMEOUT_S
+    return t if 0 < t <= 600 else PROBE_TIMEOUT_S  # NaN fails the comparison too
+
+
+def probe_command() -> list[str]:
+    """The child's command line. A frozen (PyInstaller) app has no ``python -m``: its executable is the app, and
+    vramdesk.main answers this very command line (as it does for ``-m vramdesk.ui.export``)."""
+    return [sys.executable, "-m", "vramdesk.services.nvml", "--probe"]
+
+
+def _skipped(why: str) -> DetectionResult:
+    return DetectionResult(reason=f"{why}; GPU detection skipped")
+
+
+def detect_gpus_isolated(timeout: float | None = None, cancel: threading.Event | None = None) -> DetectionResult:
+    """Probe NVML in a child process that is killed at the deadline (``timeout`` s, default :func:`probe_timeout`)
+    or as soon as ``cancel`` is set; never raises, never leaves the child behind."""
+    limit = probe_timeout() if timeout is None else timeout
+    try:
+        proc = subprocess.Popen(
+            probe_command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            # its own process group, so that the kill reaches anything it started; no console window on Windows
+            start_new_session=os.name == "posix",
+            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0),
+            env={**os.environ, TIMEOUT_ENV: f"{limit:g}"},  # the child's own alarm (probe_main)
+        )
+    except OSError as err:
+        return _skipped(f"could not start the GPU probe ({err})")
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            try:  # short waits, so that a cancel (the window closing) kills the child at once
+                out, err_text = proc.communicate(timeout=max(0.001, min(0.05, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    return DetectionResult(reason="GPU detection was cancelled")
+                if time.monotonic() >= deadline:
+                    return _skipped(f"NVML did not answer within {limit:g} s (the NVIDIA driver may be hung)")
+    finally:
+        _stop(proc)
+    return _answer(proc.returncode, out, err_text)
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Kill the child (and its group) if it still runs, then reap it and close its pipes."""
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):  # it ended meanwhile
+            if os.name == "posix":
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+    # stuck in the kernel (uninterruptible sleep) it cannot be reaped: nothing more can be done from here
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=2)
+
+
+def _answer(code: int, out: str, err_text: str) -> DetectionResult:
+    """The child's exit status and output as a DetectionResult."""
+    if code < 0:  # POSIX: killed by a signal
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "unknown signal"
+        return _skipped(f"NVML crashed while probing GPUs (signal {-code}: {name})")
+    if os.name == "nt" and code >= 0xC0000000:  # Windows: an unhandled exception (0xC0000005: access violation)
+        return _skipped(f"NVML crashed while probing GPUs (exception 0x{code:08X})")
+    if code != 0:
+        last = next((ln.strip() for ln in reversed(err_text.splitlines()) if ln.strip()), "")
+        return _skipped(f"the GPU probe failed with exit status {code}" + (f" ({last})" if last else ""))
+    # the answer is the last JSON line (a driver may print its own lines first)
+    line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), "")
+    try:
+        return DetectionResult.from_json(json.loads(line))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return _skipped("the GPU probe gave no answer")
+
+
+def probe_main(argv: list[str]) -> int:
+    """``python -m vramdesk.services.nvml --probe``: probe NVML here and print the result as one JSON line."""
+    if argv != ["--probe"]:
+        print("usage: python -m vramdesk.services.nvml --probe", file=sys.stderr)
+        return 2
+    alarm = getattr(signal, "alarm", None)  # POSIX: should the parent die without killing it, a hung probe still ends
+    if alarm is not None:
+        alarm(math.ceil(probe_timeout()) + 1)
+    try:
+        data = json.dumps(detect_gpus_in_process().to_json()) + "\n"
+    finally:
+        if alarm is not None:
+            alarm(0)
+    if sys.stdout is not None:
+        sys.stdout.write(data)
+        sys.stdout.flush()
+    else:  # a windowed (console-less) frozen app: stdout is still the parent's pipe at the OS level
+        os.write(1, data.encode("utf-8"))
+    return 0
 
 
 _NOISE = re.compile(r"\b(nvidia|geforce|tesla|quadro)\b", re.IGNORECASE)
@@ -215,6 +450,8 @@ _NVML_NAMES = {
 
 def catalog_name(detected_name: str, catalog: Catalog | None = None) -> str | None:
     """The catalog GPU that a detected name ("NVIDIA GeForce RTX 4090", "NVIDIA H100 80GB HBM3") is."""
+    from .catalog import CatalogError, default_catalog
+
     cat = catalog or default_catalog()
     key = " ".join(_NOISE.sub(" ", detected_name).split())
     known = _NVML_NAMES.get(key.lower())
@@ -237,22 +474,46 @@ def catalog_name(detected_name: str, catalog: Catalog | None = None) -> str | No
     return None
 
 
+def _holder(gpu: DetectedGpu) -> str | None:
+    """The process that holds the most memory on ``gpu``, in words ("process 4242 python holds 22.10 GiB")."""
+    known = [p for p in gpu.processes if p.used_bytes]
+    if not known:
+        return None
+    p = max(known, key=lambda p: p.used_bytes or 0)
+    who = f"process {p.pid} {p.name}" if p.name else f"process {p.pid}"
+    return f"{who} holds {(p.used_bytes or 0) / _GIB:.2f} GiB"
+
+
 def to_gpu_spec(gpu: DetectedGpu, catalog: Catalog | None = None) -> GpuSpec:
-    """The catalog's spec of this GPU (bandwidth, compute) with the detected total and free memory."""
+    """The catalog's spec of this GPU (bandwidth, compute) with the detected total and free memory.
+
+    Free memory is re-checked (:func:`checked_free`), so a DetectedGpu made elsewhere cannot plan with more than
+    its figures allow. Raises ValueError when the GPU has no usable total (absurd, and not in the catalog).
+    """
+    from vramdesk.core.gpu import GpuSpec
+
+    from .catalog import default_catalog
+
     cat = catalog or default_catalog()
+    free, note = checked_free(gpu.total, gpu.free, gpu.used, gpu.reserved)
+    detected: dict[str, Any] = {
+        "free_bytes": free,
+        "device_index": gpu.index,
+        "used_bytes": gpu.used if 0 <= gpu.used <= gpu.total else None,
+        "held_by": _holder(gpu),
+        "free_note": gpu.note or note,
+        "compute_capability": gpu.compute_capability,
+    }
+    sane_total = 0 < gpu.total <= ABSURD_BYTES
     name = catalog_name(gpu.name, cat)
     if name is None:
-        return GpuSpec(
-            name=gpu.name, memory_bytes=gpu.total, free_bytes=gpu.free, compute_capability=gpu.compute_capability
-        )
+        if not sane_total:
+            raise ValueError(f"GPU {gpu.index}: NVML reports a total of {gpu.total} bytes")
+        return GpuSpec(name=gpu.name, memory_bytes=gpu.total, **detected)
     spec = cat.gpu(name)
-    return spec.model_copy(
-        update={
-            "memory_bytes": gpu.total,
-            "free_bytes": gpu.free,
-            "compute_capability": gpu.compute_capability or spec.compute_capability,
-        }
-    )
+    detected["memory_bytes"] = gpu.total if sane_total else spec.memory_bytes
+    detected["compute_capability"] = gpu.compute_capability or spec.compute_capability
+    return spec.model_copy(update=detected)
 
 
 __all__ = [
@@ -260,7 +521,15 @@ __all__ = [
     "DetectionResult",
     "GpuProcess",
     "catalog_name",
+    "checked_free",
     "detect_gpus",
+    "detect_gpus_in_process",
+    "detect_gpus_isolated",
+    "probe_main",
     "process_name",
     "to_gpu_spec",
 ]
+
+
+if __name__ == "__main__":
+    sys.exit(probe_main(sys.argv[1:]))

@@ -617,8 +617,19 @@ class MainWindow(QMainWindow):
         if self._detect_fn is None:
             self._on_detected(DetectionResult(reason=tr("GPU detection is off")))
             return
-        fn = self._detect_fn
-        self.detect_runner.submit(lambda _cancel: fn(), label="NVML")
+        import inspect
+
+        fn: Any = self._detect_fn
+        # the default detector (NVML probed in a child process) takes the job's cancel event: closing the window
+        # or detecting again then kills a probe stuck in a hung driver at once, not at its deadline
+        try:
+            takes_cancel = "cancel" in inspect.signature(fn).parameters
+        except (TypeError, ValueError):  # a callable without a signature
+            takes_cancel = False
+        if takes_cancel:
+            self.detect_runner.submit(lambda cancel: fn(cancel=cancel), label="NVML")
+        else:
+            self.detect_runner.submit(lambda _cancel: fn(), label="NVML")
 
     def _on_detected(self, result: DetectionResult) -> None:
         self.detection = result
@@ -631,9 +642,11 @@ class MainWindow(QMainWindow):
         self._detected_specs = specs
         previous = self.form.values().gpu
         self.form.set_detected(result, specs)
-        # a first start on a machine with a GPU: plan for it (unless the scenario names another)
-        if specs and previous == DEFAULT_SCENARIO.hardware.gpu and self._scenario is DEFAULT_SCENARIO:
-            self.form.gpu_combo.setCurrentIndex(self.form.gpu_combo.findData(next(iter(specs))))
+        # a first start on a machine with a GPU: plan for it (unless the scenario names another), but never for one
+        # with no free memory (another job fills it, or its figures leave none): nothing could fit there
+        usable = [key for key, spec in specs.items() if spec.free_bytes is None or spec.free_bytes > 0]
+        if usable and previous == DEFAULT_SCENARIO.hardware.gpu and self._scenario is DEFAULT_SCENARIO:
+            self.form.gpu_combo.setCurrentIndex(self.form.gpu_combo.findData(usable[0]))
         if self.form.gpu_combo.currentData() != previous:
             self._on_form_changed()
 
