@@ -750,10 +750,13 @@ def _read_scenario_file(path: Path) -> Scenario:
     return entry.scenario
 
 
-def _write_or_print(text: str, output: str | None, out: TextIO) -> None:
+def _write_or_print(text: str, output: str | None, out: TextIO, inputs: Sequence[str | Path] = ()) -> None:
+    """``text`` to the file ``output`` (never over one of ``inputs``), else to ``out``."""
     if output:
         from vramdesk.fsutil import atomic_write_text
+        from vramdesk.safety import check_output
 
+        check_output(output, inputs)
         atomic_write_text(Path(output), text)
     else:
         out.write(text)
@@ -776,6 +779,10 @@ def _compare(ns: argparse.Namespace, out: TextIO) -> int:
     items: list[CompareItem] = []
     labels: dict[str, int] = {}
     try:
+        if ns.output:  # say so before estimating anything
+            from vramdesk.safety import check_output
+
+            check_output(ns.output, ns.files)
         for f in ns.files:
             scenario = _read_scenario_file(Path(f))
             label = scenario.name or Path(f).name.removesuffix(".json").removesuffix(".vramdesk")
@@ -794,7 +801,7 @@ def _compare(ns: argparse.Namespace, out: TextIO) -> int:
             text = comparison_csv(cmp)
         else:
             text = comparison_markdown(cmp)
-        _write_or_print(text, ns.output, out)
+        _write_or_print(text, ns.output, out, ns.files)
     except _ERRORS as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)
         return 2
@@ -833,9 +840,12 @@ def _export(ns: argparse.Namespace) -> int:
     """`vramdesk export SCENARIO.json --format F -o OUT`."""
     from vramdesk.fsutil import atomic_write_text
     from vramdesk.report.tables import breakdown_csv, json_text, report_html, report_json, report_markdown
+    from vramdesk.safety import check_output
 
     src, output = Path(ns.scenario), Path(ns.output)
     try:
+        # `export s.json -o s.json` would replace the scenario with its report (also through a link)
+        check_output(ns.output, [src])
         scenario = _read_scenario_file(src)
         est, perf = estimate_and_speed(scenario)  # errors show here, before any rendering
         if output.is_dir():

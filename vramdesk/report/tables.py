@@ -11,7 +11,8 @@ import csv
 import html
 import io
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -73,8 +74,43 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+# Names, model ids, tags, notes and error texts come from users and the Hub: in Markdown they stay text.
+# HTML is written as entities, the brackets and backticks of links, images and code are escaped (no link can
+# start), "|" cannot split a table cell, and line breaks cannot start a new block.
+_MD_TEXT = str.maketrans(
+    {"\\": "\\\\", "&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "\\[", "]": "\\]", "`": "\\`", "|": "\\|"}
+    | {c: " " for c in "\n\r\t\v\f"}
+)
+# a URL scheme that runs or embeds content: the colon becomes an entity, so no renderer links it
+_MD_SCHEME = re.compile(r"(?i)\b(javascript|vbscript|data):")
+
+
+def _md_escape(text: object) -> str:
+    return _MD_SCHEME.sub(r"\1&#58;", str(text).translate(_MD_TEXT))
+
+
+# A spreadsheet runs a CSV / TSV cell that starts with one of these as a formula (OWASP "CSV injection"):
+# such a cell gets a leading "'", unless it is a plain number such as -1.5 or +3 (numbers stay numbers).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` as a CSV / TSV cell that no spreadsheet runs as a formula (non-text values are unchanged)."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        value = "'" + value
+    # the writer quotes cells with "\n" (its line end) but not a lone "\r", which readers take as a new row
+    # (whose first cell could then be a formula)
+    return value.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _write_rows(rows: Iterable[Sequence[Any]], delimiter: str = ",") -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    w.writerows([csv_cell(v) for v in row] for row in rows)
+    return buf.getvalue()
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align_right: Sequence[int] = ()) -> str:
@@ -125,20 +161,12 @@ def runs(values: Sequence[_T]) -> list[tuple[int, int, _T]]:
 
 
 def breakdown_csv(est: Estimate) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(BREAKDOWN_HEADER)
-    w.writerows(breakdown_rows(est))
-    return buf.getvalue()
+    return _write_rows([BREAKDOWN_HEADER, *breakdown_rows(est)])
 
 
 def breakdown_tsv(est: Estimate) -> str:
     """The breakdown for pasting into a spreadsheet (tabs, one line per row)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-    w.writerow(BREAKDOWN_HEADER[:6])
-    w.writerows(r[:6] for r in breakdown_rows(est))
-    return buf.getvalue()
+    return _write_rows([BREAKDOWN_HEADER[:6], *(r[:6] for r in breakdown_rows(est))], "\t")
 
 
 def breakdown_markdown(est: Estimate) -> str:
@@ -229,9 +257,10 @@ _ACCURACY_NONE = "No measured runs for this kind of plan: the figures are modell
 
 def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     e = data.est
-    out = [f"# vramdesk report: {data.title}\n"]
-    out.append(f"vramdesk {data.version} · {data.created} · model `{e.model_id}`\n")
-    out.append(f"**{data.verdict_line()}**\n")
+    esc = _md_escape
+    out = [f"# vramdesk report: {esc(data.title)}\n"]
+    out.append(f"vramdesk {esc(data.version)} · {esc(data.created)} · model {esc(e.model_id)}\n")
+    out.append(f"**{esc(data.verdict_line())}**\n")
     if chart_path:
         out.append(f"![Breakdown at the peak]({chart_path})\n")
     out.append("## Summary\n")
@@ -240,7 +269,7 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
         out.append(f"\n## {_ACCURACY_TITLE}\n")
         rows = data.accuracy_rows()
         out.append(markdown_table(_ACCURACY_HEADER, rows, align_right=(2, 3, 4)) if rows else _ACCURACY_NONE)
-    out.append(f"\n## Breakdown at the peak ({e.peak_phase})\n")
+    out.append(f"\n## Breakdown at the peak ({esc(e.peak_phase)})\n")
     out.append(breakdown_markdown(e))
     out.append("\n## Phases\n")
     out.append(markdown_table(("Phase", "Allocated GiB", ""), data.phase_rows(), align_right=(1,)))
@@ -248,14 +277,14 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     out.append(markdown_table(("Input", "Value"), data.input_rows()))
     out.append("\n## Where the numbers come from\n")
     for c in (*e.components, *e.device_overheads):
-        out.append(f"- **{c.name}** ({gib(c.bytes)} GiB): {c.explain}")
+        out.append(f"- **{esc(c.name)}** ({gib(c.bytes)} GiB): {esc(c.explain)}")
     notes = data.notes()
     if notes:
         out.append("\n## Warnings and notes\n")
-        out += [f"- {n}" for n in notes]
+        out += [f"- {esc(n)}" for n in notes]
     if e.constants:
         out.append("\n## Assumptions (constants)\n")
-        out += [f"- `{k}`: {v}" for k, v in e.constants.items()]
+        out += [f"- `{k.replace('`', '')}`: {esc(v)}" for k, v in e.constants.items()]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -441,12 +470,13 @@ def comparison_markdown(cmp: Comparison) -> str:
 
 def comparison_csv(cmp: Comparison) -> str:
     """One row per line; byte rows hold integers (bytes), the rest their text."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(("section", "name", "differs", *cmp.labels))
-    for r in cmp.rows:
-        w.writerow((r.section, r.name, int(r.differs), *("" if v is None else v for v in r.values)))
-    return buf.getvalue()
+    rows = [(r.section, r.name, int(r.differs), *("" if v is None else v for v in r.values)) for r in cmp.rows]
+    return _write_rows([("section", "name", "differs", *cmp.labels), *rows])
+
+
+def comparison_tsv(cmp: Comparison) -> str:
+    """The comparison as shown (GiB text) for pasting into a spreadsheet: tabs, one line per row."""
+    return _write_rows([("", *cmp.labels), *((r.name, *r.cells) for r in cmp.rows)], "\t")
 
 
 def comparison_json(cmp: Comparison) -> dict[str, Any]:

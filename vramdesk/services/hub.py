@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from vramdesk import __version__
 from vramdesk.core.checkpoint import CheckpointError, GgufHeader
+from vramdesk.safety import redact
 
 from .local import GGUF_FIRST_READ, MAX_GGUF_HEADER, LocalModelError, parse_growing, read_config
 
@@ -55,6 +56,8 @@ class HubError(Exception):
 
     def __init__(self, kind: str, message: str, *, repo: str | None = None) -> None:
         assert kind in ERROR_KINDS, kind
+        # where library / network errors become ours: no password, token or signed URL goes further
+        message = redact(message)
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -246,9 +249,13 @@ def parallel_map(fn: Callable[[str], T], items: list[str], workers: int = 8) -> 
 
 
 def display_endpoint(endpoint: str) -> str:
-    """The endpoint as messages and saved answers show it: no scheme, no ``user:password@``."""
-    host = endpoint.split("://", 1)[-1]
-    return host.rsplit("@", 1)[-1] if "@" in host.split("/", 1)[0] else host
+    """The endpoint as messages and saved answers show it: no scheme, no ``user:password@``, no query."""
+    host = endpoint.split("://", 1)[-1].split("?", 1)[0].split("#", 1)[0]
+    # the last "@": a password may hold "@" or "/"; "mirror/@org" (an "@" in the path) stays
+    auth, at, rest = host.rpartition("@")
+    if at and (":" in auth or "/" not in auth):
+        host = rest
+    return redact(host)
 
 
 # ----------------------------------------------------------------------------------------------

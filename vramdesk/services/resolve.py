@@ -27,6 +27,7 @@ from vramdesk.core.checkpoint import (
 )
 from vramdesk.core.estimate import ModelFacts, model_facts
 from vramdesk.core.gpu import GpuSpec
+from vramdesk.safety import redact
 
 from .cache import AnswerCache, find_cached, hf_cache_dir
 from .catalog import Catalog, CatalogError, default_catalog
@@ -48,6 +49,9 @@ Entries = dict[str, tuple[str, tuple[int, ...]]]
 
 class ResolveError(LookupError):
     """A model or GPU that cannot be found or read; the message says what and why."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))  # a Hub URL with a password or token never shows
 
 
 # ----------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import argparse
 import base64
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -295,14 +295,19 @@ def export_view(
     mode: str = "bar",
     perf: Performance | None = None,
     chart: str = "breakdown",
+    inputs: Sequence[Path] = (),
+    advice: str = "choose another file",
 ) -> Path:
-    """Write one estimate in ``fmt`` (see :data:`VIEW_FORMATS`) to ``out``."""
+    """Write one estimate in ``fmt`` (see :data:`VIEW_FORMATS`) to ``out``; never over one of ``inputs`` (the
+    scenario file or library entry it came from: :class:`vramdesk.safety.OutputIsInputError`)."""
     from PySide6.QtCore import Qt
 
     from vramdesk.fsutil import atomic_write_text
     from vramdesk.report.tables import breakdown_csv, json_text, report_json, report_markdown
+    from vramdesk.safety import check_output
 
     out = Path(out)
+    check_output(out, inputs, advice=advice)
     rows = accuracy_rows(scenario.workload.kind, view.estimate.engine.engine)
     data = ReportData(view.estimate, scenario, perf, accuracy=rows)
     if fmt == "md":
@@ -353,13 +358,19 @@ def chart_image(view: EstimateView, mode: str = "bar", scale: float = PNG_SCALE)
         panel.deleteLater()
 
 
-def export_scenario(scenario: Scenario, fmt: str, out: Path, *, chart: str = "breakdown") -> Path:
-    """What ``vramdesk export`` does for png / svg / pdf / html (pdf and html: the report with the chart)."""
+def export_scenario(
+    scenario: Scenario, fmt: str, out: Path, *, chart: str = "breakdown", inputs: Sequence[Path] = ()
+) -> Path:
+    """What ``vramdesk export`` does for png / svg / pdf / html (pdf and html: the report with the chart);
+    ``inputs``: the scenario file, which the output must not replace."""
+    from vramdesk.safety import check_output
+
+    check_output(out, inputs)  # before Qt starts and the estimate runs
     from .app import ensure_app
 
     ensure_app()
     view, perf = prepare(scenario)
-    return export_view(view, scenario, fmt, out, perf=perf, chart=chart)
+    return export_view(view, scenario, fmt, out, perf=perf, chart=chart, inputs=inputs, advice="choose another -o")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -376,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         scenario = load_scenario(ns.scenario)
-        export_scenario(scenario, ns.format, ns.output, chart=ns.chart)
+        export_scenario(scenario, ns.format, ns.output, chart=ns.chart, inputs=[ns.scenario])
     except (ScenarioFileError, ValueError, LookupError, OSError) as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)
         return 2
