@@ -36,7 +36,8 @@ def test_data_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
     assert data_dir() == tmp_path / "data"
     assert ScenarioLibrary().root == library_dir() == tmp_path / "data" / "scenarios"
-    assert lib.autosave_path() == tmp_path / "data" / "autosave.json"
+    assert lib.autosave_dir() == tmp_path / "data" / "autosave"
+    assert lib.legacy_autosave_path() == tmp_path / "data" / "autosave.json"
     monkeypatch.delenv(DATA_DIR_ENV)
     assert "vramdesk" in str(data_dir())
 
@@ -50,7 +51,7 @@ def test_save_get_round_trip(library: ScenarioLibrary) -> None:
     assert again.scenario == entry.scenario and again.tags == ("team",)
     # the file is the Scenario format (plus the library object) and loads as a plain scenario too
     raw = json.loads(entry.path.read_text())
-    assert raw["schema_version"] == SCHEMA_VERSION and raw["library"] == {"tags": ["team"]}
+    assert raw["schema_version"] == SCHEMA_VERSION and raw["library"] == {"tags": ["team"], "revision": 1}
     assert load_scenario(entry.path) == entry.scenario
     # a second save with the same name never overwrites the first
     second = library.save(DEFAULT_SCENARIO, name="4090 plan")
@@ -259,15 +260,70 @@ def test_killing_a_save_mid_write_leaves_a_whole_file(library: ScenarioLibrary, 
 # ---------------------------------------------------------------------------------------------- autosave
 
 
-def test_autosave_round_trip_and_damage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+CRASHING_WINDOW = textwrap.dedent(
+    """
+    import os, sys
+    from vramdesk.core.defaults import DEFAULT_SCENARIO
+    from vramdesk.storage.library import Autosave
+
+    data = DEFAULT_SCENARIO.model_dump(mode="json")
+    data["workload"]["batch"] = int(sys.argv[1])
+    store = Autosave()  # kept alive, as the window keeps its own: its lock is held while it exists
+    store.write(type(DEFAULT_SCENARIO).model_validate(data))
+    print("written", flush=True)
+    if sys.argv[2] == "crash":
+        os._exit(9)  # no clean exit: the autosave stays and the OS frees its lock
+    sys.stdin.readline()  # a window that keeps running
+    """
+)
+
+
+def test_each_window_has_its_own_autosave_and_a_crashed_ones_is_offered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
-    assert lib.read_autosave() is None
-    lib.write_autosave(variant(batch=3))
-    restored = lib.read_autosave()
-    assert restored is not None and restored.workload.batch == 3  # type: ignore[union-attr]
-    lib.clear_autosave()
-    assert lib.read_autosave() is None and not lib.autosave_path().exists()
-    lib.autosave_path().write_text("{half")
-    assert lib.read_autosave() is None
-    [kept] = list((tmp_path / "corrupted").iterdir())
-    assert kept.read_text() == "{half"
+    script = tmp_path / "window.py"
+    script.write_text(CRASHING_WINDOW)
+    env = {**os.environ, DATA_DIR_ENV: str(tmp_path)}
+    # a window still running elsewhere: its autosave is its own, never offered, never cleared by us
+    running = subprocess.Popen(
+        [sys.executable, str(script), "5", "run"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert running.stdout is not None and running.stdout.readline().strip() == "written"
+        mine = lib.Autosave()
+        assert mine.orphans() == []
+        mine.write(variant(batch=3))
+        assert mine.orphans() == []  # our own work is not "left by a crash"
+        mine.clear()
+        assert not mine.path.exists() and len(list(lib.autosave_dir().glob("*.json"))) == 1  # the other window's stays
+        # that window crashes after an autosave: the next start offers it, once
+        crashed = subprocess.run(
+            [sys.executable, str(script), "7", "crash"], capture_output=True, text=True, env=env, check=False
+        )
+        assert crashed.returncode == 9
+        after = lib.Autosave()
+        [orphan] = after.orphans()
+        assert orphan.scenario.workload.batch == 7  # type: ignore[union-attr]
+        after.settle(orphan)
+        assert after.orphans() == []
+        [kept] = list((lib.autosave_dir() / "settled").iterdir())  # declined or restored, it is kept
+        assert json.loads(kept.read_text())["workload"]["batch"] == 7
+    finally:
+        running.kill()
+        running.communicate(timeout=10)
+
+
+def test_a_damaged_or_legacy_autosave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    # the single autosave.json of earlier versions is offered back like a crashed window's
+    lib.legacy_autosave_path().write_text(lib.file_text(variant(batch=4)))
+    [orphan] = lib.Autosave().orphans()
+    assert orphan.scenario.workload.batch == 4  # type: ignore[union-attr]
+    lib.Autosave().settle(orphan)
+    assert not lib.legacy_autosave_path().exists()
+    lib.autosave_dir().mkdir(exist_ok=True)
+    (lib.autosave_dir() / "123-456.json").write_text("{half")
+    assert lib.Autosave().orphans() == []
+    [moved] = list((lib.autosave_dir() / "corrupted").iterdir())
+    assert moved.read_text() == "{half"

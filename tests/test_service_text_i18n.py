@@ -45,7 +45,7 @@ from vramdesk.services.hub import HubClient, HubError, HubModel, run_with_deadli
 from vramdesk.services.local import LocalModelError
 from vramdesk.services.resolve import ResolveError, resolve_model
 from vramdesk.services.search import hub_results, local_results
-from vramdesk.storage.library import LibraryError, ScenarioLibrary, file_text, read_autosave, read_entry
+from vramdesk.storage.library import Autosave, LibraryError, ScenarioLibrary, file_text, read_entry
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 from vramdesk.ui import core_text
 from vramdesk.ui.core_text import localize
@@ -351,9 +351,10 @@ def storage_texts(t: Texts, tmp_path: Path) -> None:
     big.write_text(" " * 3_000_000)
     t.error("library", keep, lambda: load_scenario(big), ScenarioFileError)
     # a damaged autosave is moved aside (nothing to offer back)
-    auto = tmp_path / "autosave.json"
-    auto.write_text("{")
-    assert read_autosave(auto) is None and (tmp_path / "corrupted").is_dir()
+    store = Autosave(tmp_path / "autosave")
+    store.folder.mkdir()
+    (store.folder / "1-2.json").write_text("{")
+    assert store.orphans() == [] and (store.folder / "corrupted").is_dir()
 
 
 def deepspeed_texts(t: Texts, tmp_path: Path) -> None:

@@ -1,29 +1,42 @@
-"""The library of saved configurations: one versioned JSON file per scenario, and the autosave.
+"""The library of saved configurations: one versioned JSON file per scenario, earlier versions, and the autosave.
 
 Layout under :func:`vramdesk.storage.paths.data_dir`::
 
     scenarios/<slug>.vramdesk.json   one file per configuration: the Scenario format, plus a top-level
-                                     "library" object (tags) that Scenario validation ignores
+                                     "library" object (tags, revision) that Scenario validation ignores
+    scenarios/.lock                  the library's lock: every write holds it (two windows, the window and the
+                                     command line), so two saves of one name make two entries
+    scenarios/versions/<id>/         earlier contents of an entry, one file each, newest kept (MAX_VERSIONS)
     scenarios/corrupted/             unreadable files moved aside (never deleted), with a timestamp
     scenarios/trash/                 deleted configurations (moved, not erased: "no action loses a file")
     autosave.json                    the current work, written while the window runs and removed on a clean exit
 
-Every write goes through :func:`vramdesk.fsutil.atomic_write_text` (old file or new file, never half).
+Every write goes through :mod:`vramdesk.fsutil` (old file or new file, never half); every overwrite keeps the
+previous content as a version first, so a save that replaced the wrong thing can be undone from the library
+window. Names are checked before anything is written, renamed or deleted. File names are ASCII slugs of at
+most 80 characters that are never Windows device names (CON, NUL, COM1...) and never differ from another
+entry's only in case (a library copied to macOS or Windows keeps every file); the full name stays in the file.
 A file from a newer vramdesk opens read-only with a note: writing it back would drop what it added.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
 import time
+import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
-from vramdesk.fsutil import atomic_write_text
+from vramdesk.fsutil import atomic_create_text, atomic_write_bytes, atomic_write_text
 
 from .paths import data_dir, library_dir
 from .scenarios import (
@@ -36,10 +49,23 @@ from .scenarios import (
 
 SUFFIX = ".vramdesk.json"
 AUTOSAVE_NAME = "autosave.json"
+#: earlier versions kept per entry; older ones are removed when a new one is kept
+MAX_VERSIONS = 20
+#: how long a write waits for another process's write to finish (they take milliseconds)
+LOCK_TIMEOUT_S = 15.0
+#: the longest name the scenario format holds (its ``name`` field's max_length)
+NAME_MAX: int = next(m.max_length for m in Scenario.model_fields["name"].metadata if hasattr(m, "max_length"))
+#: Windows device names: "CON", "con.vramdesk.json", "COM1.x" cannot be files there (any case, any extension)
+_RESERVED = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {f"{p}{i}" for p in ("COM", "LPT") for i in "123456789"}
+SLUG_MAX = 80
 
 
 class LibraryError(ValueError):
-    """An action the library refuses (a read-only entry, a name in use, a missing entry)."""
+    """An action the library refuses (a read-only entry, a bad name, a missing entry, a busy library)."""
+
+
+class StaleEntryError(LibraryError):
+    """The entry changed on disk (another window or process saved it) since the caller read it."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,8 @@ class Entry:
     read_only: bool = False
     note: str | None = None
     modified: float = 0.0
+    #: how many times the entry was written (1 = as first saved); a save that expects another revision is stale
+    revision: int = 1
 
     @property
     def name(self) -> str:
@@ -62,11 +90,26 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Version:
+    """An earlier content of an entry, kept when it was overwritten."""
+
+    id: str
+    path: Path
+    #: when it was replaced (seconds since the epoch)
+    replaced: float
+    scenario: Scenario | None
+    tags: tuple[str, ...] = ()
+    revision: int = 0
+    #: why it cannot be restored (unreadable), else None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Quarantined:
-    """A file that could not be read, and where it was moved."""
+    """A file that could not be read, and where it was moved (None: it could not be moved and stays)."""
 
     original: Path
-    moved_to: Path
+    moved_to: Path | None
     reason: str
 
 
@@ -76,26 +119,68 @@ class ScanResult:
     quarantined: list[Quarantined] = field(default_factory=list)
 
 
+def clean_name(name: str) -> str:
+    """A configuration name as stored: control characters become spaces, runs of spaces one, ends trimmed.
+    LibraryError (and nothing changed anywhere) when it is empty or longer than the format holds."""
+    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(name))
+    text = " ".join(text.split())
+    if not text:
+        raise LibraryError("a name cannot be empty")
+    if len(text) > NAME_MAX:
+        raise LibraryError(f"a name can have at most {NAME_MAX} characters; this one has {len(text):,}")
+    return text
+
+
 def slug(text: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80]
-    return s or "scenario"
+    """The file-name stem for ``text``: ASCII letters, digits and ``._-``, at most SLUG_MAX characters,
+    never a Windows device name."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    s = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_text).strip("-.")[:SLUG_MAX].rstrip("-.")
+    if not s:
+        return "scenario"
+    if s.split(".", 1)[0].upper() in _RESERVED:
+        s = "_" + s
+    return s
 
 
-def file_text(scenario: Scenario, tags: tuple[str, ...] | list[str] = ()) -> str:
+def _library_object(tags: tuple[str, ...], revision: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if tags:
+        out["tags"] = list(tags)
+    out["revision"] = revision
+    return out
+
+
+def file_text(scenario: Scenario, tags: tuple[str, ...] | list[str] = (), revision: int | None = None) -> str:
     data: dict[str, Any] = scenario.model_dump(mode="json")
     clean = _clean_tags(tags)
-    if clean:
-        data[LIBRARY_KEY] = {"tags": list(clean)}
+    if clean or revision is not None:
+        data[LIBRARY_KEY] = _library_object(clean, revision or 1)
+        if revision is None:
+            data[LIBRARY_KEY].pop("revision")
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _clean_tags(tags: tuple[str, ...] | list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for raw in tags:
-        t = str(raw).strip()[:60]
+        t = " ".join(str(raw).split())[:60]
         if t and t not in out:
             out.append(t)
-    return tuple(out)
+    return tuple(out[:50])
+
+
+def _library_info(data: dict[str, Any]) -> tuple[tuple[str, ...], int]:
+    lib = data.get(LIBRARY_KEY)
+    tags: tuple[str, ...] = ()
+    revision = 1
+    if isinstance(lib, dict):
+        if isinstance(lib.get("tags"), list):
+            tags = _clean_tags([str(t) for t in lib["tags"]])
+        rev = lib.get("revision")
+        if isinstance(rev, int) and not isinstance(rev, bool) and rev > 0:
+            revision = rev
+    return tags, revision
 
 
 def read_entry(path: Path) -> Entry:
@@ -103,10 +188,7 @@ def read_entry(path: Path) -> Entry:
     data = read_json(path)
     if not isinstance(data, dict):
         raise ScenarioFileError(f"{path}: a scenario must be a JSON object")
-    lib = data.get(LIBRARY_KEY)
-    tags: tuple[str, ...] = ()
-    if isinstance(lib, dict) and isinstance(lib.get("tags"), list):
-        tags = _clean_tags([str(t) for t in lib["tags"]])
+    tags, revision = _library_info(data)
     version = data.get("schema_version", 1)
     read_only, note = False, None
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
@@ -126,6 +208,7 @@ def read_entry(path: Path) -> Entry:
         read_only=read_only,
         note=note,
         modified=path.stat().st_mtime,
+        revision=revision,
     )
 
 
@@ -142,6 +225,21 @@ def quarantine(path: Path, reason: str, folder: Path) -> Quarantined:
     return Quarantined(original=path, moved_to=target, reason=reason)
 
 
+def _stamp(seconds: float) -> str:
+    """A sortable UTC time with microseconds for version file names."""
+    whole = int(seconds)
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(whole)) + f".{int((seconds - whole) * 1e6):06d}Z"
+
+
+def _stamp_seconds(name: str) -> float:
+    m = re.match(r"(\d{8}T\d{6})\.(\d{6})Z", name)
+    if not m:
+        return 0.0
+    import calendar
+
+    return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S")) + int(m.group(2)) / 1e6
+
+
 class ScenarioLibrary:
     """The saved configurations in one folder (default: the user data folder's ``scenarios``)."""
 
@@ -149,22 +247,38 @@ class ScenarioLibrary:
         self.root = Path(root) if root is not None else library_dir()
         self.corrupted_dir = self.root / "corrupted"
         self.trash_dir = self.root / "trash"
-        #: files moved aside by the last scan (the UI reports them)
+        self.versions_dir = self.root / "versions"
+        #: files moved aside (or left unreadable) by the last scan (the UI reports them)
         self.last_quarantined: list[Quarantined] = []
 
     # ------------------------------------------------------------------ reading
     def scan(self) -> ScanResult:
-        """Every readable entry (newest first); unreadable files are moved to ``corrupted/`` and listed."""
+        """Every readable entry (newest first); unreadable files are moved to ``corrupted/`` and listed.
+
+        One bad file never hides the others: a file that cannot be read (no permission) or moved aside (a
+        read-only folder) is listed with the reason and left where it is."""
         result = ScanResult()
         if not self.root.is_dir():
             return result
-        for path in sorted(self.root.glob(f"*{SUFFIX}")):
+        try:
+            paths = sorted(self.root.glob(f"*{SUFFIX}"))
+        except OSError as err:
+            result.quarantined.append(Quarantined(self.root, None, f"cannot list the library folder: {err}"))
+            self.last_quarantined = result.quarantined
+            return result
+        for path in paths:
             try:
                 result.entries.append(read_entry(path))
             except ScenarioFileError as err:
-                result.quarantined.append(quarantine(path, str(err), self.corrupted_dir))
-            except OSError:
-                continue  # vanished or unreadable right now: leave it where it is
+                try:
+                    result.quarantined.append(quarantine(path, str(err), self.corrupted_dir))
+                except OSError as move_err:
+                    reason = f"{err} (left in place: cannot move it aside: {move_err.strerror or move_err})"
+                    result.quarantined.append(Quarantined(path, None, reason))
+            except FileNotFoundError:
+                continue  # deleted or renamed by another process while we listed
+            except OSError as err:
+                result.quarantined.append(Quarantined(path, None, f"{path}: cannot be read: {err.strerror or err}"))
         result.entries.sort(key=lambda e: (-e.modified, e.id))
         self.last_quarantined = result.quarantined
         return result
@@ -182,15 +296,30 @@ class ScenarioLibrary:
         return [e for e in self.entries() if tag in e.tags]
 
     def _path(self, entry_id: str) -> Path:
-        if "/" in entry_id or "\\" in entry_id or entry_id in ("", ".", ".."):
+        if (
+            "/" in entry_id
+            or "\\" in entry_id
+            or "\x00" in entry_id
+            or entry_id in ("", ".", "..")
+            or not entry_id.endswith(SUFFIX)
+        ):
             raise LibraryError(f"not a library id: {entry_id!r}")
         return self.root / entry_id
 
+    def _taken(self) -> set[str]:
+        """The file names in the library folder, lower case (ids must differ in more than case)."""
+        try:
+            return {p.name.lower() for p in self.root.iterdir()}
+        except FileNotFoundError:
+            return set()
+
     def _free_id(self, name: str, exclude: str | None = None) -> str:
+        """A file name for ``name`` that no other file has, ignoring case (``exclude``: the entry's own)."""
         base = slug(name)
+        taken = self._taken() - ({exclude.lower()} if exclude else set())
         candidate = base + SUFFIX
         n = 1
-        while (self.root / candidate).exists() and candidate != exclude:
+        while candidate.lower() in taken:
             n += 1
             candidate = f"{base}-{n}{SUFFIX}"
         return candidate
@@ -201,53 +330,189 @@ class ScenarioLibrary:
             raise LibraryError(f"{entry.name}: {entry.note}; duplicate it to edit a copy")
         return entry
 
-    # ------------------------------------------------------------------ writing
-    def save(self, scenario: Scenario, *, name: str | None = None, tags: tuple[str, ...] | list[str] = ()) -> Entry:
-        """A new entry (a new file; an existing one is never overwritten by this)."""
-        if name is not None:
-            scenario = scenario.model_copy(update={"name": name.strip() or None})
-        entry_id = self._free_id(scenario.name or scenario.model.id)
-        path = self.root / entry_id
-        atomic_write_text(path, file_text(scenario, tags))
-        return read_entry(path)
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the library's lock (an OS file lock: a killed holder releases it)."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.root / ".lock"), timeout=LOCK_TIMEOUT_S)
+            lock.acquire()
+        except Timeout as err:
+            raise LibraryError(
+                f"the library {self.root} is busy (another vramdesk has held its lock for {LOCK_TIMEOUT_S:.0f} s); "
+                "nothing was saved"
+            ) from err
+        except OSError as err:
+            raise LibraryError(
+                f"cannot write to the library {self.root}: {err.strerror or err}; nothing was saved"
+            ) from err
+        try:
+            yield
+        finally:
+            lock.release()
 
-    def update(self, entry_id: str, scenario: Scenario) -> Entry:
-        """Replace the scenario of an entry, keeping its name and tags (rename changes the name)."""
-        entry = self._writable(entry_id)
-        scenario = scenario.model_copy(update={"name": entry.scenario.name})
-        atomic_write_text(entry.path, file_text(scenario, entry.tags))
+    def _scenario_named(self, scenario: Scenario, name: str | None) -> Scenario:
+        """``scenario`` with ``name`` (cleaned), validated: a bad name is refused before anything is written."""
+        data = scenario.model_dump(mode="json")
+        data["name"] = clean_name(name) if name is not None else scenario.name
+        return Scenario.model_validate(data)
+
+    def _create(self, scenario: Scenario, tags: tuple[str, ...] | list[str]) -> Entry:
+        """A new file for ``scenario`` under a free name (caller holds the lock)."""
+        text = file_text(scenario, tags, revision=1)
+        for _ in range(1000):
+            entry_id = self._free_id(scenario.name or scenario.model.id)
+            path = self.root / entry_id
+            if atomic_create_text(path, text):
+                return read_entry(path)
+        raise LibraryError(f"no free file name for '{scenario.name}' in {self.root}")  # pragma: no cover
+
+    def _keep_version(self, entry: Entry) -> None:
+        """Copy the entry's current file into its versions folder (before it is overwritten), and prune."""
+        folder = self.versions_dir / entry.id
+        data = entry.path.read_bytes()
+        now = time.time()
+        target = folder / f"{_stamp(now)}{SUFFIX}"
+        n = 1
+        while target.exists():
+            n += 1
+            target = folder / f"{_stamp(now)}-{n}{SUFFIX}"
+        atomic_write_bytes(target, data)
+        kept = sorted(p for p in folder.glob(f"*{SUFFIX}"))
+        for old in kept[:-MAX_VERSIONS]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    def _overwrite(self, entry: Entry, scenario: Scenario, tags: tuple[str, ...] | list[str]) -> Entry:
+        """Replace the entry's content, keeping the old content as a version first (caller holds the lock)."""
+        self._keep_version(entry)
+        atomic_write_text(entry.path, file_text(scenario, tags, revision=entry.revision + 1))
         return read_entry(entry.path)
 
+    # ------------------------------------------------------------------ writing
+    def save(self, scenario: Scenario, *, name: str | None = None, tags: tuple[str, ...] | list[str] = ()) -> Entry:
+        """A new entry (a new file; an existing one is never overwritten by this, whoever saves at once)."""
+        scenario = self._scenario_named(scenario, name if name is not None else scenario.name)
+        with self._locked():
+            return self._create(scenario, tags)
+
+    def update(self, entry_id: str, scenario: Scenario, *, expected_revision: int | None = None) -> Entry:
+        """Replace the scenario of an entry, keeping its name and tags (rename changes the name); the content
+        it had is kept as a version. With ``expected_revision``, StaleEntryError when another window or process
+        saved the entry since (nothing is written then)."""
+        with self._locked():
+            entry = self._writable(entry_id)
+            if expected_revision is not None and entry.revision != expected_revision:
+                raise StaleEntryError(
+                    f"'{entry.name}' was saved by another window or process since it was opened "
+                    f"(revision {expected_revision}, now {entry.revision})"
+                )
+            scenario = self._scenario_named(scenario, None).model_copy(update={"name": entry.scenario.name})
+            return self._overwrite(entry, scenario, entry.tags)
+
     def rename(self, entry_id: str, new_name: str) -> Entry:
-        """A new name (and file name); the new file is written before the old one goes."""
-        entry = self._writable(entry_id)
-        new_name = new_name.strip()
-        if not new_name:
-            raise LibraryError("a name cannot be empty")
-        scenario = entry.scenario.model_copy(update={"name": new_name})
-        new_id = self._free_id(new_name, exclude=entry.id)
-        new_path = self.root / new_id
-        atomic_write_text(new_path, file_text(scenario, entry.tags))
-        if new_path != entry.path:
+        """A new name (and file name). The name is checked first; the new file is whole before the old one
+        goes; the entry's versions move with it."""
+        name = clean_name(new_name)
+        with self._locked():
+            entry = self._writable(entry_id)
+            scenario = self._scenario_named(entry.scenario, name)
+            new_id = self._free_id(name, exclude=entry.id)
+            if new_id.lower() == entry.id.lower():
+                updated = self._overwrite(entry, scenario, entry.tags)
+                if new_id == entry.id:
+                    return updated
+                return self._move_entry(updated, new_id, case_only=True)
+            self._keep_version(entry)
+            new_path = self.root / new_id
+            if not atomic_create_text(new_path, file_text(scenario, entry.tags, revision=entry.revision + 1)):
+                raise LibraryError(f"{new_id}: appeared while renaming; nothing was changed")  # pragma: no cover
+            self._move_versions(entry.id, new_id)
             entry.path.unlink()
+            return read_entry(new_path)
+
+    def _move_entry(self, entry: Entry, new_id: str, *, case_only: bool) -> Entry:
+        """Rename the entry's file; a change of case only goes through a visible intermediate name, so that a
+        case-insensitive file system (macOS, Windows) renames it too, and a crash leaves a listed entry."""
+        new_path = self.root / new_id
+        if case_only:
+            middle = self.root / f"{Path(new_id).name.removesuffix(SUFFIX)}.renaming-{os.getpid()}{SUFFIX}"
+            os.replace(entry.path, middle)
+            os.replace(middle, new_path)
+        else:  # pragma: no cover - rename() creates the new file instead
+            os.replace(entry.path, new_path)
+        self._move_versions(entry.id, new_id)
         return read_entry(new_path)
+
+    def _move_versions(self, old_id: str, new_id: str) -> None:
+        old, new = self.versions_dir / old_id, self.versions_dir / new_id
+        if not old.is_dir() or old == new:
+            return
+        if old.name.lower() == new.name.lower():
+            middle = self.versions_dir / f".{new_id}.renaming-{os.getpid()}"
+            os.replace(old, middle)
+            old = middle
+        if new.exists():  # versions left by an earlier entry of that name: keep both sets
+            for p in old.iterdir():
+                shutil.move(str(p), str(new / p.name))
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, new)
 
     def duplicate(self, entry_id: str, new_name: str | None = None) -> Entry:
         entry = self.get(entry_id)
         name = new_name or f"{entry.name} (copy)"
+        if new_name is None and len(name) > NAME_MAX:
+            name = entry.name[: NAME_MAX - len(" (copy)")].rstrip() + " (copy)"
         return self.save(entry.scenario, name=name, tags=entry.tags)
 
     def set_tags(self, entry_id: str, tags: tuple[str, ...] | list[str]) -> Entry:
-        entry = self._writable(entry_id)
-        atomic_write_text(entry.path, file_text(entry.scenario, tags))
-        return read_entry(entry.path)
+        with self._locked():
+            entry = self._writable(entry_id)
+            return self._overwrite(entry, entry.scenario, tags)
 
     def delete(self, entry_id: str) -> Path:
-        """Move the entry to ``trash/`` (it can be restored from there by hand); returns where it went."""
+        """Move the entry to ``trash/`` (it can be restored from there by hand), its versions beside it;
+        returns where it went."""
         path = self._path(entry_id)
-        if not path.is_file():
-            raise LibraryError(f"no saved configuration '{entry_id}'")
-        return quarantine(path, "deleted", self.trash_dir).moved_to
+        with self._locked():
+            if not path.is_file():
+                raise LibraryError(f"no saved configuration '{entry_id}'")
+            moved = quarantine(path, "deleted", self.trash_dir).moved_to
+            assert moved is not None
+            versions = self.versions_dir / entry_id
+            if versions.is_dir():
+                shutil.move(str(versions), str(moved.with_name(moved.name + ".versions")))
+            return moved
+
+    # ------------------------------------------------------------------ versions
+    def versions(self, entry_id: str) -> list[Version]:
+        """The entry's earlier contents, newest first (an unreadable one is listed with its error)."""
+        self._path(entry_id)
+        folder = self.versions_dir / entry_id
+        if not folder.is_dir():
+            return []
+        out: list[Version] = []
+        for p in sorted(folder.glob(f"*{SUFFIX}"), reverse=True):
+            try:
+                e = read_entry(p)
+                out.append(Version(p.name, p, _stamp_seconds(p.name), e.scenario, e.tags, e.revision))
+            except (ScenarioFileError, OSError) as err:
+                out.append(Version(p.name, p, _stamp_seconds(p.name), None, error=str(err)))
+        return out
+
+    def restore(self, entry_id: str, version_id: str) -> Entry:
+        """Put an earlier version's plan and tags back into the entry (its name stays); what the entry held
+        until now becomes a version in turn, so a restore can be undone the same way."""
+        self._path(version_id)
+        with self._locked():
+            entry = self._writable(entry_id)
+            path = self.versions_dir / entry_id / version_id
+            if not path.is_file():
+                raise LibraryError(f"'{entry.name}' has no earlier version {version_id}")
+            old = read_entry(path)
+            scenario = old.scenario.model_copy(update={"name": entry.scenario.name})
+            return self._overwrite(entry, scenario, old.tags)
 
     def import_file(self, path: Path, tags: tuple[str, ...] | list[str] = ()) -> Entry:
         """Copy a scenario file (any supported schema) into the library, in the current schema."""
@@ -263,39 +528,122 @@ class ScenarioLibrary:
         lib = data.get(LIBRARY_KEY) if isinstance(data, dict) else None
         if isinstance(lib, dict) and isinstance(lib.get("tags"), list):
             existing = [str(t) for t in lib["tags"]]
+        if scenario.name is not None:
+            scenario = scenario.model_copy(update={"name": clean_name(scenario.name)})
         return self.save(scenario, tags=[*existing, *tags])
 
     def export_file(self, entry_id: str, target: Path) -> Path:
-        """Write the entry to ``target`` (a .vramdesk.json file anyone can open)."""
+        """Write the entry to ``target`` (a .vramdesk.json file anyone can open); never onto a library file."""
         entry = self.get(entry_id)
-        atomic_write_text(Path(target), file_text(entry.scenario, entry.tags))
-        return Path(target)
+        target = Path(target)
+        with contextlib.suppress(OSError):
+            if target.exists() and os.path.samefile(target, entry.path):
+                raise LibraryError(f"{target}: that is the saved configuration itself; choose another file")
+        atomic_write_text(target, file_text(entry.scenario, entry.tags))
+        return target
 
 
 # ---------------------------------------------------------------------------------------------- autosave
 
+#: orphaned autosaves kept after they were offered back (restored or declined), newest first
+MAX_SETTLED_AUTOSAVES = 20
 
-def autosave_path() -> Path:
+
+def autosave_dir() -> Path:
+    return data_dir() / "autosave"
+
+
+def legacy_autosave_path() -> Path:
+    """Where vramdesk before per-window autosaves kept the one autosave (read as an orphan, never written)."""
     return data_dir() / AUTOSAVE_NAME
 
 
-def write_autosave(scenario: Scenario, path: Path | None = None) -> None:
-    atomic_write_text(path or autosave_path(), file_text(scenario))
+@dataclass(frozen=True)
+class Orphan:
+    """The autosave of a window that did not close cleanly (its process is gone)."""
+
+    path: Path
+    scenario: Scenario
+    modified: float
 
 
-def read_autosave(path: Path | None = None) -> Scenario | None:
-    """The autosaved work of a session that did not end cleanly; None when there is none.
+class Autosave:
+    """One window's autosave, beside those of every other running window (two windows never share one file).
 
-    An unreadable autosave is moved aside next to it (``autosave.json.<time>``), not deleted."""
-    path = path or autosave_path()
-    if not path.exists():
-        return None
-    try:
-        return parse_scenario(read_json(path), str(path))
-    except ScenarioFileError as err:
-        quarantine(path, str(err), path.parent / "corrupted")
-        return None
+    Layout under ``folder`` (default ``<data>/autosave``)::
 
+        <token>.json    the current work of one window (token: process id and start time)
+        <token>.lock    held by that window while it runs: an autosave whose lock is free belongs to a window
+                        that crashed or was killed (the OS releases a dead process's lock), and is offered back
+        settled/        autosaves that were offered back, restored or declined: kept (the newest 20), not deleted
+        corrupted/      unreadable autosaves moved aside
 
-def clear_autosave(path: Path | None = None) -> None:
-    (path or autosave_path()).unlink(missing_ok=True)
+    A clean exit (:meth:`clear`) removes the window's own file only."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else autosave_dir()
+        self.token = f"{os.getpid()}-{time.time_ns()}"
+        self._lock: FileLock | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.token}.json"
+
+    def write(self, scenario: Scenario) -> None:
+        if self._lock is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(self.folder / f"{self.token}.lock"), timeout=0)
+            lock.acquire()  # our own, new name: free at once
+            self._lock = lock
+        atomic_write_text(self.path, file_text(scenario))
+
+    def clear(self) -> None:
+        """A clean exit: this window's autosave goes (the other windows' stay)."""
+        self.path.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+            (self.folder / f"{self.token}.lock").unlink(missing_ok=True)
+
+    def _alive(self, path: Path) -> bool:
+        """Another running window holds this autosave's lock."""
+        if path.parent != self.folder:
+            return False  # the legacy single autosave has no lock
+        probe = FileLock(str(path.with_suffix(".lock")), timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            return True
+        except OSError:
+            return False
+        probe.release()
+        return False
+
+    def orphans(self) -> list[Orphan]:
+        """The autosaves of windows that did not close cleanly, newest first; unreadable ones moved aside."""
+        candidates = [legacy_autosave_path()] if self.folder == autosave_dir() else []
+        with contextlib.suppress(OSError):
+            candidates += sorted(self.folder.glob("*.json"))
+        out: list[Orphan] = []
+        for path in candidates:
+            if path == self.path or not path.is_file() or self._alive(path):
+                continue
+            try:
+                out.append(Orphan(path, parse_scenario(read_json(path), str(path)), path.stat().st_mtime))
+            except ScenarioFileError as err:
+                with contextlib.suppress(OSError):
+                    quarantine(path, str(err), self.folder / "corrupted")
+            except OSError:
+                continue
+        out.sort(key=lambda o: -o.modified)
+        return out
+
+    def settle(self, orphan: Orphan) -> None:
+        """An orphan was offered back (restored or declined): keep it in ``settled/`` so it is not offered again."""
+        settled = self.folder / "settled"
+        with contextlib.suppress(OSError):
+            quarantine(orphan.path, "offered back", settled)
+            orphan.path.with_suffix(".lock").unlink(missing_ok=True)
+            kept = sorted(settled.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+            for old in kept[MAX_SETTLED_AUTOSAVES:]:
+                old.unlink(missing_ok=True)
