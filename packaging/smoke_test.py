@@ -84,6 +84,11 @@ def check_app(exe: Path, ver: str) -> None:
         out, _ = run_app(exe, ["--self-test"], env)
         if not out.startswith("self-test ok"):
             raise SmokeError(f"--self-test printed {out.strip()!r}")
+        # GPU detection runs the bundle itself as a child (`-m vramdesk.services.nvml --probe`): that must answer
+        out, _ = run_app(exe, ["gpus", "--json"], env)
+        reason = str(json.loads(out).get("reason") or "")
+        if "GPU probe" in reason:
+            raise SmokeError(f"gpus --json: the NVML probe child did not run in the bundle: {reason}")
         scenario = home / "planned.vramdesk.json"
         estimate = ["estimate", "Qwen/Qwen3-4B", "--gpu", "RTX 4090", "--json", "--save", str(scenario)]
         out, _ = run_app(exe, estimate, env)

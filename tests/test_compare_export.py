@@ -21,7 +21,7 @@ from vramdesk import cli
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
 from vramdesk.report.tables import SECTION_TITLES
-from vramdesk.storage.library import ScenarioLibrary, read_autosave
+from vramdesk.storage.library import Autosave, ScenarioLibrary
 from vramdesk.storage.paths import DATA_DIR_ENV
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import app as ui_app
@@ -264,15 +264,22 @@ def test_autosave_restore_and_clean_exit(qtbot, tmp_path: Path) -> None:
     w.estimate_now()
     assert w._autosave_timer.isActive()
     w.autosave_now()
-    saved = read_autosave()
-    assert saved is not None and saved.workload.batch == 7
-    # a new window after a "crash" restores it
+    assert json.loads(w.autosave_store.path.read_text())["workload"]["batch"] == 7
+    # another window while this one runs: nothing to restore (this one did not crash)
     w2 = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, autosave=True)
     qtbot.addWidget(w2)
-    assert w2.offer_restore(ask=False) and w2.batch_spin.value() == 7
-    w2.close()  # a clean exit removes the autosave
-    assert read_autosave() is None
     assert not w2.offer_restore(ask=False)
+    # the first window "crashes": its lock is gone with its process, its file stays
+    assert w.autosave_store._lock is not None
+    w.autosave_store._lock.release()
+    w.autosave_store._lock = None
+    assert w2.offer_restore(ask=False) and w2.batch_spin.value() == 7
+    assert not w2.offer_restore(ask=False)  # offered once
+    w2.autosave_now()
+    path = w2.autosave_store.path
+    assert path.is_file()
+    w2.close()  # a clean exit removes this window's autosave
+    assert not path.exists() and Autosave().orphans() == []
 
 
 def test_open_a_newer_file_read_only(window: MainWindow, tmp_path: Path) -> None:

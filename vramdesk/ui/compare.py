@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
@@ -44,7 +45,9 @@ from vramdesk.report.tables import (
     comparison_csv,
     comparison_html,
     comparison_markdown,
+    comparison_tsv,
 )
+from vramdesk.safety import check_output
 from vramdesk.storage.library import Entry, LibraryError, ScenarioLibrary
 from vramdesk.storage.scenarios import ScenarioFileError
 
@@ -74,6 +77,8 @@ ROW_NAMES = (
 BYTE_SECTIONS = ("component", "total")
 
 Evaluator = Callable[[Scenario], CompareItem]
+#: what an export refused because it would replace a library file says to do
+_OTHER = "choose another file"
 
 
 def compare_item(label: str, scenario: Scenario) -> CompareItem:
@@ -166,6 +171,8 @@ class LibraryWindow(QWidget):
     """
 
     open_requested = Signal(object)
+    #: an earlier version was restored into an entry (the Entry as it is now)
+    entry_restored = Signal(object)
 
     def __init__(
         self,
@@ -183,6 +190,7 @@ class LibraryWindow(QWidget):
         self.entries: list[Entry] = []
         self.items: list[CompareItem] = []
         self.comparison: Comparison | None = None
+        self.history_dialog: Any = None
 
         self.list = QListWidget(self)
         self.list.setAccessibleName(tr("Saved configurations"))
@@ -205,6 +213,7 @@ class LibraryWindow(QWidget):
             ("rename", tr("Rename…"), self.rename_selected),
             ("duplicate", tr("Duplicate"), self.duplicate_selected),
             ("tags", tr("Tags…"), self.tag_selected),
+            ("history", tr("History…"), self.show_history),
             ("delete", tr("Delete"), self.delete_selected),
             ("import", tr("Import…"), self.import_dialog),
             ("export", tr("Export file…"), self.export_selected),
@@ -317,7 +326,13 @@ class LibraryWindow(QWidget):
         self.list.blockSignals(False)
         if scan.quarantined:
             moved = tr("A file that could not be read was moved aside (not deleted):")
-            lines = [f"{moved} {q.moved_to} — {localize(q.reason)}" for q in scan.quarantined]
+            left = tr("A file that could not be read was left where it is:")
+            lines = [
+                f"{moved} {q.moved_to} — {localize(q.reason)}"
+                if q.moved_to is not None
+                else f"{left} {q.original} — {localize(q.reason)}"
+                for q in scan.quarantined
+            ]
             self.report_label.setText("\n".join(lines))
             self.report_label.setVisible(True)
         if self.library.root.is_dir() and str(self.library.root) not in self._watcher.directories():
@@ -363,6 +378,25 @@ class LibraryWindow(QWidget):
             self.select(self.library.rename(e.id, new).id)
 
         self._act(go)
+
+    def show_history(self) -> Any:
+        """The selected configuration's earlier versions, to restore one (None when nothing is selected)."""
+        from .versions import VersionsDialog
+
+        entry = self.selected()
+        if entry is None:
+            self.status.setText(tr("Select a configuration first"))
+            return None
+        dialog = VersionsDialog(self.library, entry, self)
+        dialog.restored.connect(self._on_restored)
+        self.history_dialog = dialog
+        dialog.show()
+        return dialog
+
+    def _on_restored(self, entry: Entry) -> None:
+        self.reload()
+        self.select(entry.id)
+        self.entry_restored.emit(entry)
 
     def duplicate_selected(self) -> None:
         self._act(lambda e: self.library.duplicate(e.id))
@@ -414,6 +448,8 @@ class LibraryWindow(QWidget):
                 if not name:
                     return
                 path = Path(name)
+            # a copy written over a library file would replace that configuration (or this one)
+            check_output(path, [x.path for x in self.entries], what="a configuration in the library", advice=_OTHER)
             self.library.export_file(e.id, path)
 
         self._act(go)
@@ -513,9 +549,7 @@ class LibraryWindow(QWidget):
         if fmt == "md":
             return comparison_markdown(self.comparison)
         if fmt == "tsv":
-            lines = ["\t".join(["", *self.comparison.labels])]
-            lines += ["\t".join([r.name, *r.cells]) for r in self.comparison.rows]
-            return "\n".join(lines) + "\n"
+            return comparison_tsv(self.comparison)  # quoted cells, no formulas a spreadsheet would run
         if fmt == "csv":
             return comparison_csv(self.comparison)
         if fmt == "html":
@@ -538,14 +572,21 @@ class LibraryWindow(QWidget):
         name, _ = QFileDialog.getSaveFileName(
             self, tr("Export comparison"), "comparison.md", tr("Markdown, CSV, HTML or PNG (*.md *.csv *.html *.png)")
         )
-        if name:
+        if not name:
+            return
+        try:
             self.export(Path(name))
+        except (ValueError, OSError) as err:
+            QMessageBox.warning(self, "vramdesk", localize(str(err)))
 
     def export(self, path: Path) -> Path:
+        """Write the comparison to ``path`` (its suffix says the format); never over a library configuration,
+        the files the comparison was made from."""
         from vramdesk.fsutil import atomic_write_text
 
         from .export import export_png
 
+        check_output(path, [e.path for e in self.entries], what="a configuration in the library", advice=_OTHER)
         suffix = path.suffix.lower().lstrip(".")
         if suffix == "png":
             return export_png(self.chart, path)

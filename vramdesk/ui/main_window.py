@@ -16,17 +16,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtCore import QEvent, QEventLoop, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeyEvent, QKeySequence, QUndoCommand, QUndoStack
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QAbstractSpinBox,
     QApplication,
+    QComboBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QHeaderView,
     QInputDialog,
     QLabel,
+    QLineEdit,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -58,14 +61,18 @@ from vramdesk.services.nvml import DetectionResult, detect_gpus, to_gpu_spec
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.services.search import HubAnswer, SearchResult, hub_results, local_results
 from vramdesk.storage.library import (
+    NAME_MAX,
+    Autosave,
+    Entry,
     LibraryError,
     ScenarioLibrary,
-    clear_autosave,
-    read_autosave,
+    StaleEntryError,
     read_entry,
-    write_autosave,
 )
-from vramdesk.storage.scenarios import ScenarioFileError, load_scenario, save_scenario
+from vramdesk.storage.library import (
+    SUFFIX as LIBRARY_SUFFIX,
+)
+from vramdesk.storage.scenarios import ScenarioFileError, save_scenario
 
 from . import theme
 from .browser import HubSearch, LocalSearch, ModelBrowser
@@ -88,6 +95,7 @@ from .presenter import (
     set_unit,
 )
 from .widgets import ComponentTableModel, Legend, StatCard
+from .work_history import WorkState, change_text, changed_fields, same_plan
 from .workers import TaskRunner
 
 WINDOW_SIZE = (1480, 900)
@@ -164,6 +172,47 @@ def accuracy_note(sets: tuple[MeasuredSet, ...]) -> str:
     return "\n".join(lines)
 
 
+def _text_field(widget: QObject) -> QLineEdit | None:
+    """The line edit a focused widget types into: itself, a spin box's or an editable combo box's."""
+    if isinstance(widget, QLineEdit):
+        return widget
+    if isinstance(widget, QAbstractSpinBox):
+        return widget.lineEdit()
+    if isinstance(widget, QComboBox) and widget.isEditable():
+        return widget.lineEdit()
+    return None
+
+
+class FormEdit(QUndoCommand):
+    """One step of the window's undo history: the whole work state before and after an edit, an applied
+    suggestion or an open. Consecutive edits of the same single field (typing 8192 digit by digit) merge."""
+
+    MERGE_ID = 1
+
+    def __init__(self, window: MainWindow, before: WorkState, after: WorkState, text: str, key: str | None) -> None:
+        super().__init__(text)
+        self.window, self.before, self.after, self.key = window, before, after, key
+        self._pushed = False
+
+    def id(self) -> int:
+        return self.MERGE_ID if self.key is not None else -1
+
+    def mergeWith(self, other: QUndoCommand) -> bool:
+        if not isinstance(other, FormEdit) or other.key != self.key or self.key is None:
+            return False
+        self.after = other.after
+        return True
+
+    def redo(self) -> None:
+        if not self._pushed:  # QUndoStack.push() calls redo(): the edit is already on the form
+            self._pushed = True
+            return
+        self.window.restore_work_state(self.after)
+
+    def undo(self) -> None:
+        self.window.restore_work_state(self.before)
+
+
 class MainWindow(QMainWindow):
     """Signals: ``estimated(object)`` with the :class:`Evaluation` of every finished re-estimate."""
 
@@ -186,8 +235,21 @@ class MainWindow(QMainWindow):
         self._library = library
         #: the library entry the form was opened from (Save writes back to it), or None
         self.library_entry_id: str | None = None
+        #: that entry's revision when it was opened or last saved here (a save from an older one asks first)
+        self.library_entry_revision: int | None = None
+        #: the scenario file the work was opened from (File > Open, a drop), which no export may replace
+        self.scenario_path: Path | None = None
+        #: what was last opened or saved (the unsaved-changes marker compares the form with it)
+        self._saved: Scenario | None = None
+        #: undo / redo of form edits, applied suggestions and opens (Edit menu, Ctrl+Z / Ctrl+Shift+Z)
+        self.undo_stack = QUndoStack(self)
+        self._undo_state: WorkState | None = None
+        self._undo_label: str | None = None
+        self._restoring = False
         self.library_window: Any = None
         self._autosave = autosave
+        #: this window's own autosave file (other windows have theirs)
+        self.autosave_store = Autosave()
         self._autosave_timer = QTimer(self)
         self._autosave_timer.setSingleShot(True)
         self._autosave_timer.setInterval(AUTOSAVE_DELAY_MS)
@@ -224,7 +286,7 @@ class MainWindow(QMainWindow):
         self._change_options: list[Any] = []
         self.load_display_settings()
 
-        self.setWindowTitle("vramdesk")
+        self.setWindowTitle("vramdesk[*]")
         self.setStyleSheet(theme.style_sheet(theme.current()))
         self.setAcceptDrops(True)
         self._local_search = local_search
@@ -245,8 +307,12 @@ class MainWindow(QMainWindow):
         self.advice_runner.failed.connect(self._on_advice_failed)
 
         self.estimated.connect(self._after_estimate)
+        app = QApplication.instance()
+        if app is not None:
+            app.installEventFilter(self)  # ShortcutOverride goes to the focused field first (see eventFilter)
         self.resize(*WINDOW_SIZE)
         self.form.set_detected(None, {})
+        self._saved = self._scenario
         self.set_scenario(self._scenario)
         self.detect_gpus_again()
 
@@ -501,6 +567,14 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self._action(tr("&Quit"), QKeySequence.StandardKey.Quit, self.close))
         edit = menu.addMenu(tr("&Edit"))
+        self.action_undo = self.undo_stack.createUndoAction(self, tr("Undo"))
+        self.action_undo.setShortcut(QKeySequence.StandardKey.Undo)
+        self.action_redo = self.undo_stack.createRedoAction(self, tr("Redo"))
+        self.action_redo.setShortcuts([QKeySequence(QKeySequence.StandardKey.Redo), QKeySequence("Ctrl+Shift+Z")])
+        for act in (self.action_undo, self.action_redo):
+            self.addAction(act)
+            edit.addAction(act)
+        edit.addSeparator()
         self.action_copy_image = self._action(tr("Copy chart image"), QKeySequence("Ctrl+Shift+C"), self.copy_chart)
         edit.addAction(self.action_copy_image)
         edit.addAction(self._action(tr("Copy table as Markdown"), QKeySequence(), lambda: self.copy_table("md")))
@@ -651,10 +725,89 @@ class MainWindow(QMainWindow):
             self._on_form_changed()
 
     # ------------------------------------------------------------------ results
+    # ------------------------------------------------------------------ undo and the unsaved-changes marker
+    def work_state(self) -> WorkState:
+        return WorkState(
+            values=self.form.values(),
+            base=self._scenario,
+            entry_id=self.library_entry_id,
+            entry_revision=self.library_entry_revision,
+            saved=self._saved,
+        )
+
+    def restore_work_state(self, state: WorkState) -> None:
+        """Put back a state of the undo history (the form, the entry it belongs to, what that entry held)."""
+        self._restoring = True
+        try:
+            self._scenario = state.base
+            self.library_entry_id = state.entry_id
+            self.library_entry_revision = state.entry_revision
+            self._saved = state.saved
+            self.form.set_values(state.values)
+            self._undo_state = state
+            self.estimate_now()
+        finally:
+            self._restoring = False
+
+    def _record_edit(self) -> None:
+        """Put what changed since the last estimate on the undo stack (nothing when the form is the same)."""
+        if self._restoring:
+            return
+        now = self.work_state()
+        before, self._undo_state = self._undo_state, now
+        label, self._undo_label = self._undo_label, None
+        if before is None or (before.values == now.values and before.entry_id == now.entry_id):
+            return
+        names = changed_fields(before.values, now.values)
+        key = names[0] if label is None and len(names) == 1 and before.entry_id == now.entry_id else None
+        if label is None:
+            label = change_text(before.values, now.values) if language() == "en" else tr("Form edit")
+        self.undo_stack.push(FormEdit(self, before, now, label, key))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Ctrl+Z / Ctrl+Shift+Z in a text field of the form: the field's own undo while it has one (typing), the
+        window's history otherwise (the field would take the shortcut and do nothing)."""
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):
+            edit = _text_field(watched)
+            if edit is not None and self.isAncestorOf(edit):
+                undo = event.matches(QKeySequence.StandardKey.Undo) and not edit.isUndoAvailable()
+                redo = event.matches(QKeySequence.StandardKey.Redo) and not edit.isRedoAvailable()
+                if undo or redo:
+                    event.ignore()  # not overridden: the window's shortcut runs
+                    return True
+        return super().eventFilter(watched, event)
+
+    def _keep_undo_state(self) -> None:
+        """A save or a revision change: the current state is the new starting point (no undo step)."""
+        self._undo_state = self.work_state()
+
+    @property
+    def modified(self) -> bool:
+        """The form holds a plan that differs from what was last opened or saved."""
+        try:
+            current = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
+        except ValueError:
+            return True
+        return not same_plan(current, self._saved)
+
+    def _entry_name(self) -> str | None:
+        if self.library_entry_id is None:
+            return None
+        return self._saved.name if self._saved is not None and self._saved.name else None
+
+    def update_title(self) -> None:
+        """The configuration's name (or the model's) with Qt's unsaved-changes marker; Qt adds the app name."""
+        model = self.form.values().model
+        own = self._scenario.name if self._scenario.model.id == model else None  # a name for another model is stale
+        name = self._entry_name() or own or model
+        self.setWindowTitle(f"{name}[*]")
+        self.setWindowModified(self.modified)
+
     def estimate_now(self) -> Evaluation:
         """Estimate what the form shows and update the results side; returns what it showed."""
         t0 = time.perf_counter()
         self._timer.stop()
+        self._record_edit()
         form = self.form.values()
         if self._needs_resolving(form.model):
             self._start_resolve(form.model)
@@ -689,6 +842,7 @@ class MainWindow(QMainWindow):
         self.browser.show_facts(facts, form.model)
         self.last_update_seconds = time.perf_counter() - t0
         self.timing_label.setText(f"{tr('updated in')} {self.last_update_seconds * 1000:.1f} ms")
+        self.update_title()
         self.estimated.emit(ev)
         return ev
 
@@ -841,6 +995,7 @@ class MainWindow(QMainWindow):
             return
         scenario = Scenario.model_validate(options[index].scenario)
         key = self.form.values().gpu
+        self._undo_label = tr("Apply") + " " + "; ".join(localize(c.description) for c in options[index].changes)
         self._scenario = scenario
         self.form.set_values(form_from_scenario(scenario, key if key in self._detected_specs else None))
         self.estimate_now()
@@ -887,7 +1042,6 @@ class MainWindow(QMainWindow):
                 gpus = tr("{n} machines x {gpus}").format(n=view.machines, gpus=gpus)
             self.scenario_label.setText(f"{view.model_id} {tr('on')} {gpus}{free}")
         self._show_gpu_chips(view)
-        self.setWindowTitle(f"vramdesk — {view.model_id}")
         self.stat_allocated.set_value(gib(view.peak_allocated_bytes))
         self.stat_reserved.set_value(gib(view.peak_reserved_bytes))
         self.stat_device.set_value(gib(view.device_bytes))
@@ -1090,11 +1244,18 @@ class MainWindow(QMainWindow):
         except (ScenarioFileError, OSError) as err:
             QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return False
+        self._show_opened_file(Path(path), entry)
+        return True
+
+    def _show_opened_file(self, path: Path, entry: Entry) -> None:
+        """The work now comes from a file, not from a library entry (a Save asks for a name)."""
         self.library_entry_id = None
+        self.library_entry_revision = None
+        self.scenario_path = Path(path)
         if entry.note:
             self._notice = f"{path}: {entry.note}"
+        self._saved = entry.scenario
         self.set_scenario(entry.scenario)
-        return True
 
     def apply_deepspeed_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -1141,30 +1302,106 @@ class MainWindow(QMainWindow):
 
     def save_to_library(self, name: str | None = None, *, as_new: bool = False) -> str | None:
         """Save the current work in the library: back to the entry it came from, or as a new entry
-        (asking for a name unless ``name`` is given). Returns the entry id, None when nothing was saved."""
+        (asking for a name unless ``name`` is given). Returns the entry id, None when nothing was saved.
+
+        Saving back never replaces a plan the user did not mean to: when the form now plans another model
+        than the entry holds, or another window or process saved the entry since, it asks once (replace, save as
+        a new configuration, or cancel). Whatever is replaced is kept as an earlier version of the entry."""
         scenario = self._current_for_saving()
         if scenario is None:
             return None
         try:
             if self.library_entry_id is not None and not as_new:
-                entry = self.library.update(self.library_entry_id, scenario)
+                outcome = self._save_back(self.library_entry_id, scenario)
+                if outcome == "cancel":
+                    return None
+                if isinstance(outcome, str):  # "new": save as a new configuration instead
+                    return self.save_to_library(as_new=True)
+                entry = outcome
             else:
                 if name is None:
-                    name, ok = QInputDialog.getText(
-                        self, tr("Save as"), tr("Name:"), text=scenario.name or scenario.model.id
-                    )
-                    if not ok:
+                    name = self._ask_name(scenario)
+                    if name is None:
                         return None
                 entry = self.library.save(scenario, name=name)
         except (LibraryError, ScenarioFileError, OSError) as err:
             QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return None
-        self.library_entry_id = entry.id
-        self._scenario = entry.scenario
-        self.statusBar().showMessage(tr("Saved") + f" {entry.path}", 4000)
+        self._saved_entry(entry)
+        text = tr("Saved") + f" “{entry.name}”"
+        if entry.revision > 1:
+            text += " — " + tr("the earlier content is kept (Library → History)")
+        self.statusBar().showMessage(text, 8000)
         if self.library_window is not None:
             self.library_window.reload()
         return entry.id
+
+    def _ask_name(self, scenario: Scenario) -> str | None:
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle(tr("Save as"))
+        dialog.setLabelText(tr("Name:"))
+        dialog.setTextValue(scenario.name or scenario.model.id)
+        line = dialog.findChild(QLineEdit)
+        if line is not None:
+            line.setMaxLength(NAME_MAX)
+        if not dialog.exec():
+            return None
+        return dialog.textValue()
+
+    def _save_back(self, entry_id: str, scenario: Scenario) -> Entry | str:
+        """Write ``scenario`` into its entry, asking first where that would surprise; an Entry, or "new" / "cancel"."""
+        try:
+            on_disk = self.library.get(entry_id)
+        except LibraryError:
+            return "new"  # deleted meanwhile (another window, by hand): save as new under the form's name
+        reason = None
+        if on_disk.scenario.model.id != scenario.model.id:
+            reason = tr("“{name}” holds a plan for {old}; the form now plans {new}.").format(
+                name=on_disk.name, old=on_disk.scenario.model.id, new=scenario.model.id
+            )
+        elif self.library_entry_revision is not None and on_disk.revision != self.library_entry_revision:
+            reason = tr("“{name}” was saved by another window or process since you opened it.").format(
+                name=on_disk.name
+            )
+        expected = self.library_entry_revision
+        if reason is not None:
+            choice = self.ask_save_conflict(reason, on_disk.name)
+            if choice != "replace":
+                return choice
+            expected = on_disk.revision
+        try:
+            return self.library.update(entry_id, scenario, expected_revision=expected)
+        except StaleEntryError:  # saved by someone else between our read and our write: ask again
+            self.library_entry_revision = None
+            return self._save_back(entry_id, scenario)
+
+    def ask_save_conflict(self, reason: str, name: str) -> str:
+        """Replace the saved configuration, save as a new one, or cancel: "replace", "new" or "cancel"."""
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle(tr("Save"))
+        box.setText(reason)
+        box.setInformativeText(tr("Replace it? What it holds now is kept as an earlier version (Library → History)."))
+        as_new = box.addButton(tr("Save as a new configuration"), QMessageBox.ButtonRole.AcceptRole)
+        replace = box.addButton(tr("Replace “{name}”").format(name=name), QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(as_new)
+        box.exec()
+        clicked = box.clickedButton()
+        if clicked is as_new:
+            return "new"
+        if clicked is replace:
+            return "replace"
+        return "cancel"
+
+    def _saved_entry(self, entry: Entry) -> None:
+        """The form now belongs to ``entry`` as saved (its revision, its content: no unsaved changes)."""
+        self.library_entry_id = entry.id
+        self.library_entry_revision = entry.revision
+        self._scenario = entry.scenario
+        self._saved = entry.scenario
+        self._keep_undo_state()
+        self.update_title()
 
     def open_library(self) -> Any:
         from .compare import LibraryWindow
@@ -1172,6 +1409,7 @@ class MainWindow(QMainWindow):
         if self.library_window is None:
             self.library_window = LibraryWindow(self.library, self, current=self.current_scenario)
             self.library_window.open_requested.connect(self._open_from_library)
+            self.library_window.entry_restored.connect(self._on_entry_restored)
         self.library_window.show()
         self.library_window.raise_()
         return self.library_window
@@ -1184,9 +1422,23 @@ class MainWindow(QMainWindow):
     def _open_from_library(self, scenario: Scenario) -> None:
         win = self.library_window
         entry = win.selected() if win is not None else None
-        self.library_entry_id = entry.id if entry is not None and not entry.read_only else None
+        writable = entry is not None and not entry.read_only
+        self.library_entry_id = entry.id if writable and entry is not None else None
+        self.library_entry_revision = entry.revision if writable and entry is not None else None
         self._notice = entry.note if entry is not None else None
+        self.scenario_path = None
+        self._saved = scenario
         self.set_scenario(scenario)
+
+    def _on_entry_restored(self, entry: Entry) -> None:
+        """An earlier version was restored in the library: the work open from that entry follows (an undoable
+        step), unless it has unsaved changes (then the next save asks, as the entry's revision moved on)."""
+        if entry.id != self.library_entry_id or self.modified:
+            return
+        self.library_entry_revision = entry.revision
+        self._saved = entry.scenario
+        self._undo_label = tr("Restore an earlier version")
+        self.set_scenario(entry.scenario)
 
     def export_current(self, fmt: str, path: Path) -> Path:
         """Write the current estimate as ``fmt`` (see :data:`vramdesk.ui.export.VIEW_FORMATS`)."""
@@ -1196,7 +1448,11 @@ class MainWindow(QMainWindow):
         if ev is None or ev.view is None or ev.scenario is None:
             raise ValueError(tr("Nothing to export: the form has a problem"))
         perf = speed_of(ev.view, ev.scenario)
-        return export_view(ev.view, ev.scenario, fmt, path, mode=self.breakdown.mode, perf=perf)
+        # never over the file the work came from, nor a saved configuration of the library
+        inputs = [p for p in (self.scenario_path,) if p is not None]
+        if self.library.root.is_dir():
+            inputs += sorted(self.library.root.glob(f"*{LIBRARY_SUFFIX}"))
+        return export_view(ev.view, ev.scenario, fmt, path, mode=self.breakdown.mode, perf=perf, inputs=inputs)
 
     def export_dialog(self, fmt: str) -> None:
         _f, text, pattern, suffix = next(e for e in EXPORTS if e[0] == fmt)
@@ -1249,15 +1505,18 @@ class MainWindow(QMainWindow):
         if scenario is None:
             return
         try:
-            write_autosave(scenario)
+            self.autosave_store.write(scenario)
         except OSError as err:
             self.statusBar().showMessage(tr("Autosave failed:") + " " + localize(str(err)), 6000)
 
     def offer_restore(self, ask: bool = True) -> bool:
-        """After a crash (an autosave is left): offer to restore that work. True when it was restored."""
-        scenario = read_autosave()
-        if scenario is None:
+        """After a crash (a window's autosave is left and its process is gone): offer to restore that work, the
+        newest first (one per start). It is kept either way (``autosave/settled``). True when it was restored."""
+        orphans = self.autosave_store.orphans()
+        if not orphans:
             return False
+        orphan = orphans[0]
+        scenario = orphan.scenario
         if ask:
             answer = QMessageBox.question(
                 self,
@@ -1266,7 +1525,9 @@ class MainWindow(QMainWindow):
                 + f"\n{scenario.name or scenario.model.id}",
             )
             if answer != QMessageBox.StandardButton.Yes:
+                self.autosave_store.settle(orphan)
                 return False
+        self.autosave_store.settle(orphan)
         self.set_scenario(scenario)
         return True
 
@@ -1283,6 +1544,9 @@ class MainWindow(QMainWindow):
             QMessageBox.warning(self, "vramdesk", localize(str(err)))
             return False
         self.statusBar().showMessage(tr("Saved") + f" {path}", 4000)
+        if self.library_entry_id is None:
+            self._saved = scenario
+            self.update_title()
         return True
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
@@ -1308,16 +1572,18 @@ class MainWindow(QMainWindow):
                 self.apply_deepspeed_file(path)
                 return
             try:
-                self.set_scenario(load_scenario(path))
-                return
+                entry = read_entry(path)
             except (ScenarioFileError, OSError):
                 pass  # not a scenario: try it as a model config
+            else:
+                self._show_opened_file(path, entry)
+                return
         self.choose_model(str(path))
 
     def closeEvent(self, event: Any) -> None:
         if self._autosave:
             self._autosave_timer.stop()
-            clear_autosave()  # a clean exit: nothing to restore next time
+            self.autosave_store.clear()  # a clean exit: nothing of this window's to restore next time
         if self.library_window is not None:
             self.library_window.close()
         self.browser.shutdown()
@@ -1325,4 +1591,7 @@ class MainWindow(QMainWindow):
         self.detect_runner.cancel()
         self._advice_timer.stop()
         self.advice_runner.cancel()
+        app = QApplication.instance()
+        if app is not None:
+            app.removeEventFilter(self)
         super().closeEvent(event)

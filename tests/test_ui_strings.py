@@ -1,0 +1,77 @@
+"""Every literal the window passes to ``tr()`` has a Simplified Chinese translation (read from the source, so a
+new string without one fails here rather than showing English in a Chinese window)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from vramdesk.ui import i18n
+
+UI = Path(__file__).resolve().parent.parent / "vramdesk" / "ui"
+
+
+def tr_literals() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path in sorted(UI.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "tr"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.setdefault(node.args[0].value, []).append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_every_tr_literal_has_a_chinese_translation() -> None:
+    table = i18n.table("zh_CN")
+    literals = tr_literals()
+    assert len(literals) > 300  # the scan sees the window's strings
+    missing = {text: where for text, where in literals.items() if text not in table}
+    assert not missing
+
+
+def test_placeholders_survive_translation() -> None:
+    import re
+
+    table = i18n.table("zh_CN")
+    for text in tr_literals():
+        if text in table:
+            assert sorted(re.findall(r"\{\w*\}", text)) == sorted(re.findall(r"\{\w*\}", table[text])), text
+
+
+def _refusals() -> list[str]:
+    """The refusals of absurd input (issue 18) as the window shows them: config bounds, strict JSON, plan bounds."""
+    from vramdesk.core import jsonsafe
+
+    out = [
+        "qwen3: field 'num_hidden_layers' = 2147483648 is above 1,024 (no real model has that many layers)",
+        "llama: field 'vocab_size' = 9999999 is above 4,194,304 (no real model has a vocabulary that large)",
+        "hardware: 4,096 nodes x 4,096 GPUs = 16,777,216 GPUs: a plan models at most 65,536 GPUs",
+        "this plan needs 2.5 EiB on one GPU or machine, above the 1 EiB any estimate may reach: the batch, the "
+        "lengths or the model's sizes are far outside anything real",
+        "config field rope_theta = nan is not a finite number",
+        "llama: 2.3e+15 parameters is above 1e+14 (no real model is that large: check the layer, width, vocabulary "
+        "and expert counts)",
+    ]
+    for bad in (b'{"a": NaN}', b"[" * 100 + b"]" * 100, b'{"a":"\xff"}', b'{"a": 1e999}', b'{"a": ' + b"9" * 200 + b"}"):
+        try:
+            jsonsafe.loads(bad, source="/tmp/c/config.json")
+        except jsonsafe.JsonError as err:
+            out.append(str(err))
+    return out
+
+
+def test_refusals_of_absurd_input_read_in_chinese() -> None:
+    from i18ncheck import english_left
+
+    from vramdesk.ui.core_text import localize
+
+    for text in _refusals():
+        zh = localize(text, "zh_CN")
+        left = english_left(zh, ignore={"NaN", "hardware", "rope_theta", "nan", "llama", "qwen3"}, whitelist={"utf", "EiB", "JSON", "GPU"})
+        assert zh != text and not left, (text, zh, left)
