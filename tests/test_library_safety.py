@@ -425,3 +425,30 @@ def test_the_librarys_new_messages_read_in_chinese(text: str) -> None:
 
     zh = localize(text, "zh_CN")
     assert zh != text and not english_left(zh, ignore={"bad", "plan"}, whitelist={"vramdesk"}), zh
+
+
+def test_cli_save_into_the_library_keeps_what_it_replaces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`vramdesk estimate ... --save <library>/x.vramdesk.json` while a window has x open: the window's content
+    stays as a version, and the file keeps its tags."""
+    import io
+
+    from vramdesk import cli
+    from vramdesk.storage.paths import DATA_DIR_ENV
+
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
+    library = ScenarioLibrary()
+    entry = library.save(variant(batch=3), name="shared", tags=["team"])
+    code = cli.main(["estimate", "Qwen/Qwen3-4B", "--batch", "7", "--save", str(entry.path)], out=io.StringIO())
+    assert code == 0, capsys.readouterr().err
+    now = library.get(entry.id)
+    assert now.scenario.workload.batch == 7 and now.tags == ("team",) and now.revision == 2  # type: ignore[union-attr]
+    [old] = library.versions(entry.id)
+    assert old.scenario is not None and old.scenario.workload.batch == 3  # type: ignore[union-attr]
+    # a new file in the library folder is created under the lock, outside it written as asked
+    assert cli.main(["estimate", "Qwen/Qwen3-4B", "--save", str(library.root / "new.vramdesk.json")]) == 0
+    assert library.get("new.vramdesk.json").revision == 1
+    elsewhere = tmp_path / "plain.json"
+    assert cli.main(["estimate", "Qwen/Qwen3-4B", "--save", str(elsewhere)], out=io.StringIO()) == 0
+    assert "library" not in json.loads(elsewhere.read_text())

@@ -58,7 +58,13 @@ def _refusals() -> list[str]:
         "llama: 2.3e+15 parameters is above 1e+14 (no real model is that large: check the layer, width, vocabulary "
         "and expert counts)",
     ]
-    for bad in (b'{"a": NaN}', b"[" * 100 + b"]" * 100, b'{"a":"\xff"}', b'{"a": 1e999}', b'{"a": ' + b"9" * 200 + b"}"):
+    for bad in (
+        b'{"a": NaN}',
+        b"[" * 100 + b"]" * 100,
+        b'{"a":"\xff"}',
+        b'{"a": 1e999}',
+        b'{"a": ' + b"9" * 200 + b"}",
+    ):
         try:
             jsonsafe.loads(bad, source="/tmp/c/config.json")
         except jsonsafe.JsonError as err:
@@ -73,5 +79,9 @@ def test_refusals_of_absurd_input_read_in_chinese() -> None:
 
     for text in _refusals():
         zh = localize(text, "zh_CN")
-        left = english_left(zh, ignore={"NaN", "hardware", "rope_theta", "nan", "llama", "qwen3"}, whitelist={"utf", "EiB", "JSON", "GPU"})
+        left = english_left(
+            zh,
+            ignore={"NaN", "hardware", "rope_theta", "nan", "llama", "qwen3"},
+            whitelist={"utf", "EiB", "JSON", "GPU"},
+        )
         assert zh != text and not left, (text, zh, left)

@@ -409,6 +409,23 @@ def _validated(data: dict[str, Any]) -> Scenario:
         raise CliError("invalid scenario: " + "; ".join(msgs)) from err
 
 
+def _save_file(scenario: Scenario, path: Path) -> None:
+    """``--save PATH``: a file in the library folder is written as the library writes (under its lock, the
+    content it replaces kept as a version), so a window saving the same configuration at once loses nothing;
+    anywhere else the file is written (whole, atomically) as asked."""
+    from vramdesk.safety import same_file
+    from vramdesk.storage.library import SUFFIX, LibraryError, ScenarioLibrary
+
+    library = ScenarioLibrary()
+    if path.name.endswith(SUFFIX) and library.root.is_dir() and same_file(path.parent, library.root):
+        try:
+            library.put(path.name, scenario)
+        except LibraryError as err:
+            raise CliError(str(err)) from err
+    else:
+        save_scenario(scenario, path)
+
+
 def run_estimate(scenario: Scenario) -> Estimate:
     facts = resolve_model(scenario.model.id)
     gpu = resolve_gpu(scenario.hardware.gpu)
@@ -646,7 +663,9 @@ def _add_solve_parser(sub: Any) -> None:
     what.add_argument("--changes", action="store_true", help="the cheapest changes that make it fit --gpu")
     what.add_argument("--advise", action="store_true", help="which catalog GPUs fit (and how many), with speeds")
     sol.add_argument("--allow-tight", action="store_true", help="count 'tight' (inside the headroom) as fitting")
-    sol.add_argument("--max-gpus", type=_solver_gpus, default=None, help="most GPUs to try [64; 8 for --changes/--advise]")
+    sol.add_argument(
+        "--max-gpus", type=_solver_gpus, default=None, help="most GPUs to try [64; 8 for --changes/--advise]"
+    )
     sol.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -899,7 +918,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         scenario = scenario_from(ns.model, _options_dict(ns))
         est, perf = estimate_and_speed(scenario)
         if ns.save:
-            save_scenario(scenario, Path(ns.save))
+            _save_file(scenario, Path(ns.save))
         if ns.json:
             out.write(json.dumps(estimate_to_dict(est, scenario, perf), indent=2) + "\n")
         else:

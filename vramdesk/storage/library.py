@@ -459,6 +459,19 @@ class ScenarioLibrary:
         else:
             os.replace(old, new)
 
+    def put(self, entry_id: str, scenario: Scenario) -> Entry:
+        """Write ``scenario`` as the file ``entry_id`` (a path a script named, ``vramdesk estimate --save``): the
+        entry's content is replaced as :meth:`update` does (the old one kept as a version, under the lock, its
+        tags kept), or the file is created. A read-only entry is refused."""
+        path = self._path(entry_id)
+        with self._locked():
+            if path.is_file():
+                entry = self._writable(entry_id)
+                return self._overwrite(entry, self._scenario_named(scenario, None), entry.tags)
+            if not atomic_create_text(path, file_text(self._scenario_named(scenario, None), (), revision=1)):
+                raise LibraryError(f"{entry_id}: created by another process meanwhile; nothing was saved")
+            return read_entry(path)
+
     def duplicate(self, entry_id: str, new_name: str | None = None) -> Entry:
         entry = self.get(entry_id)
         name = new_name or f"{entry.name} (copy)"
