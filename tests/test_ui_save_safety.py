@@ -214,7 +214,7 @@ def test_an_earlier_version_is_restored_from_the_library_window(qtbot, window: M
     qtbot.addWidget(win)
     win.select(entry_id)
     dialog = win.show_history()
-    assert dialog is not None and dialog.list.count() == 1 and "batch 1" in dialog.list.item(0).text()
+    assert dialog is not None and dialog.list.count() == 1 and "batch 1," in dialog.list.item(0).text()
     restored = dialog.restore_selected()
     assert restored is not None and batch_of(restored.scenario) == 1
     assert batch_of(window.library.get(entry_id).scenario) == 1
@@ -283,3 +283,15 @@ def test_a_dropped_scenario_is_not_saved_into_the_open_entry(
     with pytest.raises(OSError, match="would replace"):
         window.export_current("md", window.library.get(entry_id).path)
     assert dropped.read_bytes() == before
+
+
+def test_the_versions_list_reads_in_chinese(chinese, tmp_path: Path) -> None:
+    from vramdesk.ui.i18n import tr
+    from vramdesk.ui.versions import version_text
+
+    library = ScenarioLibrary(tmp_path / "lib")
+    entry = library.save(DEFAULT_SCENARIO, name="plan")
+    library.update(entry.id, DEFAULT_SCENARIO)
+    [v] = library.versions(entry.id)
+    text = version_text(v)
+    assert "修订 1" in text and "推理" in text and "批大小 1" in text and tr("batch") == "批大小"

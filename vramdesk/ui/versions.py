@@ -30,7 +30,7 @@ def version_text(v: Version) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(v.replaced)) if v.replaced else "?"
     if v.scenario is None:
         return f"{when} · {tr('cannot be read')}: {localize(v.error or '')}"
-    return f"{when} · {tr('revision')} {v.revision} · {scenario_summary(v.scenario)}"
+    return f"{when} · {tr('revision')} {v.revision} · {scenario_summary(v.scenario, tr)}"
 
 
 class VersionsDialog(QDialog):

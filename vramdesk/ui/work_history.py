@@ -9,6 +9,7 @@ wrong configuration.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -61,14 +62,15 @@ def same_plan(a: Scenario | None, b: Scenario | None) -> bool:
     return a.model_copy(update={"name": None}) == b.model_copy(update={"name": None})
 
 
-def scenario_summary(scenario: Scenario) -> str:
-    """One line naming what a saved plan is (for the list of a configuration's earlier versions)."""
+def scenario_summary(scenario: Scenario, tr: Callable[[str], str] = str) -> str:
+    """One line naming what a saved plan is (for the list of a configuration's earlier versions); ``tr``
+    translates its words (the window passes its own)."""
     w = scenario.workload
     hw = scenario.hardware
-    gpu = f"{hw.gpu_count} x {hw.gpu}" if hw.gpu and hw.gpu_count > 1 else (hw.gpu or "no GPU")
+    gpu = f"{hw.gpu_count} x {hw.gpu}" if hw.gpu and hw.gpu_count > 1 else (hw.gpu or tr("no GPU"))
     if w.kind == "inference":
-        length = f"{w.input_len:,}" if w.input_len else "default"
-        what = f"inference, {w.engine}, batch {w.batch:,}, input {length}"
+        length = f"{w.input_len:,}" if w.input_len else tr("default")
+        what = f"{tr('Inference')}, {w.engine}, {tr('batch')} {w.batch:,}, {tr('input')} {length}"
     else:
-        what = f"fine-tune, {w.method}, micro-batch {w.micro_batch:,}, length {w.seq_len:,}"
+        what = f"{tr('Fine-tune')}, {w.method}, {tr('micro-batch')} {w.micro_batch:,}, {tr('length')} {w.seq_len:,}"
     return f"{scenario.model.id} · {what} · {scenario.weights} · {gpu}"
