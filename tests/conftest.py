@@ -40,6 +40,14 @@ def _isolated_qt_settings(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def library(tmp_path):
+    """An empty library of saved configurations in this test's folder (tests/test_library*.py)."""
+    from vramdesk.storage.library import ScenarioLibrary
+
+    return ScenarioLibrary(tmp_path / "scenarios")
+
+
+@pytest.fixture
 def chinese(monkeypatch):
     """The window in Simplified Chinese for one test (VRAMDESK_LANG is what ensure_app() reads); English after."""
     from vramdesk.ui import i18n

@@ -21,11 +21,6 @@ from vramdesk.storage.paths import DATA_DIR_ENV, data_dir, library_dir
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 
 
-@pytest.fixture
-def library(tmp_path: Path) -> ScenarioLibrary:
-    return ScenarioLibrary(tmp_path / "scenarios")
-
-
 def variant(**work: object) -> Scenario:
     data = DEFAULT_SCENARIO.model_dump()
     data["workload"].update(work)

@@ -15,22 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from test_library import variant
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.scenario import Scenario
 from vramdesk.storage import library as lib
 from vramdesk.storage.library import NAME_MAX, LibraryError, ScenarioLibrary, StaleEntryError, slug
-
-
-@pytest.fixture
-def library(tmp_path: Path) -> ScenarioLibrary:
-    return ScenarioLibrary(tmp_path / "scenarios")
-
-
-def variant(**work: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump()
-    data["workload"].update(work)
-    return Scenario.model_validate(data)
 
 
 def listing(library: ScenarioLibrary) -> list[str]:
