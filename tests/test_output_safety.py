@@ -327,3 +327,16 @@ def test_symlinked_output_folder_is_the_same_file(tmp_path: Path) -> None:
     (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
     with pytest.raises(OutputIsInputError):
         check_output(tmp_path / "alias" / "s.json", [tmp_path / "real" / "s.json"])
+
+
+def test_search_output_cannot_drive_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mirror (HF_ENDPOINT) answering with escape sequences in a model id: `vramdesk search` prints them as '?'
+    (an ESC sequence would clear, recolour or retitle the user's terminal)."""
+    with hub_environment(monkeypatch, tmp_path) as fake:
+        fake.add_model("evil/Nimbus\x1b[2J\x1b]0;pwned\x07-7B", files={"config.json": json.dumps(TINY_CONFIG)})
+        out = io.StringIO()
+        cli.main(["search", "nimbus", "--limit", "5"], out=out)
+    text = out.getvalue() + capsys.readouterr().err
+    assert "evil/Nimbus" in text and "\x1b" not in text and "\x07" not in text

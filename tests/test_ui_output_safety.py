@@ -92,3 +92,34 @@ def test_export_view_refuses_to_write_over_its_input(qtbot: QtBot, tmp_path: Pat
     assert s.read_bytes() == before
     out = tmp_path / f"x.{fmt}"
     assert ex.export_view(view, DEFAULT_SCENARIO, fmt, out, inputs=[s]) == out and out.is_file()
+
+
+def test_tracebacks_in_the_log_and_on_stderr_carry_no_password(tmp_path: Path, capsys, monkeypatch) -> None:
+    """An unexpected error whose chained cause quotes a Hub URL with credentials (as httpx errors do)."""
+    import logging
+    import sys
+
+    from vramdesk.ui import app as ui_app
+
+    monkeypatch.setattr(ui_app, "_offscreen", lambda: True)  # no dialog in the test
+    handler = logging.FileHandler(tmp_path / "vramdesk.log", encoding="utf-8")
+    handler.setFormatter(ui_app._RedactingFormatter("%(levelname)s %(message)s"))
+    ui_app.LOG.addHandler(handler)
+    old_hook = sys.excepthook
+    try:
+        ui_app.install_excepthook(tmp_path / "vramdesk.log")
+        try:
+            try:
+                raise ConnectionError("GET http://alice:s3cret@hub.local/api/models?token=abc123 failed")
+            except ConnectionError as cause:
+                raise RuntimeError("search failed") from cause
+        except RuntimeError as err:
+            sys.excepthook(type(err), err, err.__traceback__)
+    finally:
+        sys.excepthook = old_hook
+        ui_app.LOG.removeHandler(handler)
+        handler.close()
+    logged = (tmp_path / "vramdesk.log").read_text(encoding="utf-8")
+    printed = capsys.readouterr().err
+    for text in (logged, printed):
+        assert "hub.local" in text and "s3cret" not in text and "abc123" not in text

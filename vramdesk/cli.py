@@ -579,6 +579,12 @@ def _jsonl(path: str, out: TextIO) -> int:
     return 0 if failures == 0 else 1
 
 
+def _printable(text: object) -> str:
+    """Text from the Hub or a mirror as a terminal shows it safely: control characters (an escape sequence that
+    would recolour, retitle or clear the terminal, a carriage return that hides what came before) become '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+
+
 def _search(ns: argparse.Namespace, out: TextIO) -> int:
     """`vramdesk search QUERY`: catalog + HF cache + Hub (HF_ENDPOINT honoured); a Hub failure is a note."""
     from vramdesk.services.search import search
@@ -608,11 +614,12 @@ def _search(ns: argparse.Namespace, out: TextIO) -> int:
             )
             downloads = f"{r.downloads:>12,}" if r.downloads is not None else " " * 12
             gated = " gated" if r.gated else ""
-            out.write(f"[{r.source:<7}] {r.id:<52} {params} {downloads}  {r.detail}{gated}\n")
+            line = f"[{r.source:<7}] {_printable(r.id):<52} {params} {downloads}  {_printable(r.detail)}{gated}"
+            out.write(line + "\n")
         if not results:
             out.write(f"no models match '{ns.query}'\n")
     if hub.note:
-        print(f"vramdesk: note: {hub.note}", file=sys.stderr)
+        print(f"vramdesk: note: {_printable(hub.note)}", file=sys.stderr)
     return 0 if results else 1
 
 

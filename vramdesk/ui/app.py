@@ -32,6 +32,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
+from vramdesk.safety import redact
 from vramdesk.services.catalog import resources_dir
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
@@ -184,6 +185,13 @@ def show_error_dialog(parent: QWidget | None, summary: str, details: str) -> QMe
 LOG = logging.getLogger("vramdesk")
 
 
+class _RedactingFormatter(logging.Formatter):
+    """Log lines without URL passwords or tokens (a traceback can quote a Hub URL through a chained error)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def start_log() -> Path | None:
     """Log to ``vramdesk.log`` in the app's data folder (errors, start-up); returns its path or None."""
     folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.AppLocalDataLocation)
@@ -197,7 +205,7 @@ def start_log() -> Path | None:
         handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
         return None
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     LOG.addHandler(handler)
     LOG.setLevel(logging.INFO)
     LOG.info("vramdesk started")
@@ -208,13 +216,14 @@ def install_excepthook(log_path: Path | None = None) -> None:
     """Unexpected errors in the running window: logged (stderr, log file) and shown in the error dialog."""
 
     def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-        details = "".join(traceback.format_exception(exc_type, exc, tb))
+        # the chained httpx / huggingface_hub errors in a traceback can quote a URL with its password
+        details = redact("".join(traceback.format_exception(exc_type, exc, tb)))
         print(details, file=sys.stderr)
         LOG.error("unexpected error\n%s", details)
         if log_path is not None:
             details += f"\nLog file: {log_path}"
         if QApplication.instance() is not None and not _offscreen():
-            show_error_dialog(QApplication.activeWindow(), f"{exc_type.__name__}: {exc}", details).exec()
+            show_error_dialog(QApplication.activeWindow(), redact(f"{exc_type.__name__}: {exc}"), details).exec()
 
     sys.excepthook = hook
 
