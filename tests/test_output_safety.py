@@ -340,3 +340,22 @@ def test_search_output_cannot_drive_the_terminal(
         cli.main(["search", "nimbus", "--limit", "5"], out=out)
     text = out.getvalue() + capsys.readouterr().err
     assert "evil/Nimbus" in text and "\x1b" not in text and "\x07" not in text
+
+
+def test_a_mirrors_model_list_is_read_strictly(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """NaN in a mirror's /api/models answer: a one-line note and the local results, not a traceback."""
+    real_send = FakeHub._send
+
+    def send(self: FakeHub, h: object, code: int, body: bytes = b"", *args: object, **kwargs: object) -> None:
+        real_send(self, h, code, body.replace(b"7777777", b"NaN"), *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FakeHub, "_send", send)
+    with hub_environment(monkeypatch, tmp_path) as fake:
+        fake.add_model("newlab/Qwen3-8B-NaN", info={"downloads": 7777777})
+        out = io.StringIO()
+        code = cli.main(["search", "qwen3 8b", "--limit", "5"], out=out)
+    err = capsys.readouterr().err
+    assert code == 0 and "[catalog] Qwen/Qwen3-8B" in out.getvalue()
+    assert "not valid JSON (NaN is not a number JSON allows)" in err and len(err.strip().splitlines()) == 1

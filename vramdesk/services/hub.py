@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vramdesk import __version__
+from vramdesk.core import jsonsafe
 from vramdesk.core.checkpoint import CheckpointError, GgufHeader
 from vramdesk.safety import redact
 
@@ -475,7 +476,10 @@ class HubClient:
         while url and len(out) < limit and pages < 5:
             r = session.get(url, params=params if pages == 0 else None, headers=headers, timeout=timeout)
             hf_raise_for_status(r)
-            data = r.json()
+            try:  # a mirror's answer is untrusted input too: no NaN, no nesting past 64 levels, UTF-8
+                data = jsonsafe.loads(r.content, source="")
+            except jsonsafe.JsonError as err:
+                raise HubError("malformed", f"the Hub's model list is not valid JSON ({err.problem})") from None
             if not isinstance(data, list):
                 kind = type(data).__name__
                 raise HubError("malformed", f"the Hub answered {kind} where a list of models was expected")
