@@ -393,27 +393,62 @@ def test_slug_is_bounded_and_never_empty() -> None:
     assert slug("x" * 79 + ".y") == "x" * 79  # no trailing dot (Windows drops it)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "a name can have at most 200 characters; this one has 300",
-        "the library /tmp/lib is busy (another vramdesk has held its lock for 15 s); nothing was saved",
-        "cannot write to the library /tmp/lib: Permission denied; nothing was saved",
-        "/tmp/x/plan.vramdesk.json: that is the saved configuration itself; choose another file",
-        "/tmp/x/a.vramdesk.json: cannot be read: Permission denied",
-        "/tmp/x/a.vramdesk.json: bad (left in place: cannot move it aside: Read-only file system)",
-        "'plan' has no earlier version 19990101T000000.000000Z.vramdesk.json",
-        "cannot write to the library /tmp/lib: No space left on device; nothing was saved",
-    ],
-)
-def test_the_librarys_new_messages_read_in_chinese(text: str) -> None:
+def _library_refusals(library: ScenarioLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The library's new messages, as it words them (paths are this test's folders)."""
+    out: list[str] = []
+
+    def said(fn: object) -> None:
+        try:
+            fn()  # type: ignore[operator]
+        except (LibraryError, OSError) as err:
+            out.append(str(err))
+        else:  # pragma: no cover - each call below is refused
+            raise AssertionError("not refused")
+
+    entry = library.save(DEFAULT_SCENARIO, name="plan")
+    said(lambda: library.save(DEFAULT_SCENARIO, name="x" * 300))
+    said(lambda: library.export_file(entry.id, entry.path))
+    said(lambda: library.restore(entry.id, "19990101T000000.000000Z.vramdesk.json"))
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    said(lambda: ScenarioLibrary(blocker / "lib").save(DEFAULT_SCENARIO, name="x"))
+    # the busy lock and a full disk, worded as the library words them
+    out.append(f"the library {library.root} is busy (another vramdesk has held its lock for 15 s); nothing was saved")
+    out.append(f"cannot write to the library {library.root}: No space left on device; nothing was saved")
+    # a damaged and an unreadable file in a folder that cannot be written
+    (library.root / "bad.vramdesk.json").write_text("{half")
+    unreadable = library.root / "locked.vramdesk.json"
+    unreadable.write_text(entry.path.read_text())
+    real_read_json = lib.read_json
+
+    def read_json(path: Path) -> object:
+        if Path(path) == unreadable:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_read_json(path)
+
+    def cannot_move(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(lib, "read_json", read_json)
+    monkeypatch.setattr(lib.shutil, "move", cannot_move)
+    out += [q.reason for q in library.scan().quarantined]
+    return out
+
+
+def test_the_librarys_new_messages_read_in_chinese(
+    library: ScenarioLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("PySide6")
     from i18ncheck import english_left
 
     from vramdesk.ui.core_text import localize
 
-    zh = localize(text, "zh_CN")
-    assert zh != text and not english_left(zh, ignore={"bad", "plan"}, whitelist={"vramdesk"}), zh
+    texts = _library_refusals(library, tmp_path, monkeypatch)
+    assert len(texts) == 8
+    for text in texts:
+        zh = localize(text, "zh_CN")
+        left = english_left(zh, ignore={"plan"}, whitelist={"vramdesk", "JSON"})
+        assert zh != text and not left, (text, zh, left)
 
 
 def test_cli_save_into_the_library_keeps_what_it_replaces(
