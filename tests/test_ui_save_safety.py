@@ -295,3 +295,9 @@ def test_the_versions_list_reads_in_chinese(chinese, tmp_path: Path) -> None:
     [v] = library.versions(entry.id)
     text = version_text(v)
     assert "修订 1" in text and "推理" in text and "批大小 1" in text and tr("batch") == "批大小"
+
+
+def test_redo_keys_are_not_ambiguous(window: MainWindow) -> None:
+    """Ctrl+Shift+Z is already the platform's redo on Linux: bound twice, Qt refused it as ambiguous."""
+    keys = [k.toString() for k in window.action_redo.shortcuts()]
+    assert len(keys) == len(set(keys)) and {"Ctrl+Shift+Z", "Ctrl+Y"} <= set(keys)

@@ -21,6 +21,7 @@ A file from a newer vramdesk opens read-only with a note: writing it back would 
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import os
@@ -143,21 +144,17 @@ def slug(text: str) -> str:
     return s
 
 
-def _library_object(tags: tuple[str, ...], revision: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if tags:
-        out["tags"] = list(tags)
-    out["revision"] = revision
-    return out
-
-
 def file_text(scenario: Scenario, tags: tuple[str, ...] | list[str] = (), revision: int | None = None) -> str:
+    """The file of a scenario; the "library" object holds its tags and, in the library, its revision."""
     data: dict[str, Any] = scenario.model_dump(mode="json")
+    lib: dict[str, Any] = {}
     clean = _clean_tags(tags)
-    if clean or revision is not None:
-        data[LIBRARY_KEY] = _library_object(clean, revision or 1)
-        if revision is None:
-            data[LIBRARY_KEY].pop("revision")
+    if clean:
+        lib["tags"] = list(clean)
+    if revision is not None:
+        lib["revision"] = revision
+    if lib:
+        data[LIBRARY_KEY] = lib
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -235,8 +232,6 @@ def _stamp_seconds(name: str) -> float:
     m = re.match(r"(\d{8}T\d{6})\.(\d{6})Z", name)
     if not m:
         return 0.0
-    import calendar
-
     return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S")) + int(m.group(2)) / 1e6
 
 
@@ -420,9 +415,7 @@ class ScenarioLibrary:
             new_id = self._free_id(name, exclude=entry.id)
             if new_id.lower() == entry.id.lower():
                 updated = self._overwrite(entry, scenario, entry.tags)
-                if new_id == entry.id:
-                    return updated
-                return self._move_entry(updated, new_id, case_only=True)
+                return updated if new_id == entry.id else self._change_case(updated, new_id)
             self._keep_version(entry)
             new_path = self.root / new_id
             if not atomic_create_text(new_path, file_text(scenario, entry.tags, revision=entry.revision + 1)):
@@ -431,16 +424,13 @@ class ScenarioLibrary:
             entry.path.unlink()
             return read_entry(new_path)
 
-    def _move_entry(self, entry: Entry, new_id: str, *, case_only: bool) -> Entry:
-        """Rename the entry's file; a change of case only goes through a visible intermediate name, so that a
+    def _change_case(self, entry: Entry, new_id: str) -> Entry:
+        """Rename the entry's file to another case of its name, through a visible intermediate name: a
         case-insensitive file system (macOS, Windows) renames it too, and a crash leaves a listed entry."""
         new_path = self.root / new_id
-        if case_only:
-            middle = self.root / f"{Path(new_id).name.removesuffix(SUFFIX)}.renaming-{os.getpid()}{SUFFIX}"
-            os.replace(entry.path, middle)
-            os.replace(middle, new_path)
-        else:  # pragma: no cover - rename() creates the new file instead
-            os.replace(entry.path, new_path)
+        middle = self.root / f"{new_id.removesuffix(SUFFIX)}.renaming-{os.getpid()}{SUFFIX}"
+        os.replace(entry.path, middle)
+        os.replace(middle, new_path)
         self._move_versions(entry.id, new_id)
         return read_entry(new_path)
 

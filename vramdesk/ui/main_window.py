@@ -48,6 +48,7 @@ from vramdesk.core.gpu import GpuSpec, hardware_text
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
+from vramdesk.safety import check_output
 from vramdesk.services.accuracy import MeasuredSet, measured_accuracy
 from vramdesk.services.catalog import Catalog, default_catalog
 from vramdesk.services.deepspeed import (
@@ -307,9 +308,6 @@ class MainWindow(QMainWindow):
         self.advice_runner.failed.connect(self._on_advice_failed)
 
         self.estimated.connect(self._after_estimate)
-        app = QApplication.instance()
-        if app is not None:
-            app.installEventFilter(self)  # ShortcutOverride goes to the focused field first (see eventFilter)
         self.resize(*WINDOW_SIZE)
         self.form.set_detected(None, {})
         self._saved = self._scenario
@@ -346,6 +344,10 @@ class MainWindow(QMainWindow):
         self.splitter = splitter
         self.setCentralWidget(splitter)
         self._alias_form_widgets()
+        # Ctrl+Z in a text field: see eventFilter (only these widgets, not every event of the app, pass through it)
+        for widget in splitter.findChildren(QWidget):
+            if _text_field(widget) is not None:
+                widget.installEventFilter(self)
 
     def _runner(self, name: str) -> TaskRunner:
         return TaskRunner(name, self)
@@ -570,7 +572,12 @@ class MainWindow(QMainWindow):
         self.action_undo = self.undo_stack.createUndoAction(self, tr("Undo"))
         self.action_undo.setShortcut(QKeySequence.StandardKey.Undo)
         self.action_redo = self.undo_stack.createRedoAction(self, tr("Redo"))
-        self.action_redo.setShortcuts([QKeySequence(QKeySequence.StandardKey.Redo), QKeySequence("Ctrl+Shift+Z")])
+        # the platform's redo keys, plus Ctrl+Shift+Z and Ctrl+Y where it has not got them (twice is ambiguous)
+        redo_keys = QKeySequence.keyBindings(QKeySequence.StandardKey.Redo)
+        for extra in ("Ctrl+Shift+Z", "Ctrl+Y"):
+            if all(k.toString() != extra for k in redo_keys):
+                redo_keys.append(QKeySequence(extra))
+        self.action_redo.setShortcuts(redo_keys)
         for act in (self.action_undo, self.action_redo):
             self.addAction(act)
             edit.addAction(act)
@@ -724,11 +731,10 @@ class MainWindow(QMainWindow):
         if self.form.gpu_combo.currentData() != previous:
             self._on_form_changed()
 
-    # ------------------------------------------------------------------ results
     # ------------------------------------------------------------------ undo and the unsaved-changes marker
-    def work_state(self) -> WorkState:
+    def work_state(self, values: FormValues | None = None) -> WorkState:
         return WorkState(
-            values=self.form.values(),
+            values=self.form.values() if values is None else values,
             base=self._scenario,
             entry_id=self.library_entry_id,
             entry_revision=self.library_entry_revision,
@@ -749,11 +755,11 @@ class MainWindow(QMainWindow):
         finally:
             self._restoring = False
 
-    def _record_edit(self) -> None:
+    def _record_edit(self, values: FormValues) -> None:
         """Put what changed since the last estimate on the undo stack (nothing when the form is the same)."""
         if self._restoring:
             return
-        now = self.work_state()
+        now = self.work_state(values)
         before, self._undo_state = self._undo_state, now
         label, self._undo_label = self._undo_label, None
         if before is None or (before.values == now.values and before.entry_id == now.entry_id):
@@ -769,7 +775,7 @@ class MainWindow(QMainWindow):
         window's history otherwise (the field would take the shortcut and do nothing)."""
         if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):
             edit = _text_field(watched)
-            if edit is not None and self.isAncestorOf(edit):
+            if edit is not None:
                 undo = event.matches(QKeySequence.StandardKey.Undo) and not edit.isUndoAvailable()
                 redo = event.matches(QKeySequence.StandardKey.Redo) and not edit.isRedoAvailable()
                 if undo or redo:
@@ -784,10 +790,13 @@ class MainWindow(QMainWindow):
     @property
     def modified(self) -> bool:
         """The form holds a plan that differs from what was last opened or saved."""
-        try:
-            current = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
-        except ValueError:
-            return True
+        ev = self.evaluation
+        current = ev.scenario if ev is not None else None  # what the last estimate read off the form
+        if current is None:  # still resolving the model, or the form has a problem
+            try:
+                current = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
+            except ValueError:
+                return True
         return not same_plan(current, self._saved)
 
     def _entry_name(self) -> str | None:
@@ -807,8 +816,8 @@ class MainWindow(QMainWindow):
         """Estimate what the form shows and update the results side; returns what it showed."""
         t0 = time.perf_counter()
         self._timer.stop()
-        self._record_edit()
         form = self.form.values()
+        self._record_edit(form)
         if self._needs_resolving(form.model):
             self._start_resolve(form.model)
             ev = Evaluation(scenario=None, error=None)
@@ -1448,10 +1457,11 @@ class MainWindow(QMainWindow):
         if ev is None or ev.view is None or ev.scenario is None:
             raise ValueError(tr("Nothing to export: the form has a problem"))
         perf = speed_of(ev.view, ev.scenario)
-        # never over the file the work came from, nor a saved configuration of the library
-        inputs = [p for p in (self.scenario_path,) if p is not None]
+        # never over a saved configuration of the library, nor the file the work came from
         if self.library.root.is_dir():
-            inputs += sorted(self.library.root.glob(f"*{LIBRARY_SUFFIX}"))
+            saved = self.library.root.glob(f"*{LIBRARY_SUFFIX}")
+            check_output(path, saved, what="a configuration in the library", advice="choose another file")
+        inputs = [self.scenario_path] if self.scenario_path is not None else []
         return export_view(ev.view, ev.scenario, fmt, path, mode=self.breakdown.mode, perf=perf, inputs=inputs)
 
     def export_dialog(self, fmt: str) -> None:
@@ -1591,7 +1601,4 @@ class MainWindow(QMainWindow):
         self.detect_runner.cancel()
         self._advice_timer.stop()
         self.advice_runner.cancel()
-        app = QApplication.instance()
-        if app is not None:
-            app.removeEventFilter(self)
         super().closeEvent(event)
