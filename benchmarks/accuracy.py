@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from vramdesk.core.estimate import EstimateError, ModelFacts, estimate, model_facts
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import Catalog, default_catalog

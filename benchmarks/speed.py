@@ -11,7 +11,8 @@ import sys
 import time
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.estimate import estimate, model_facts
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import Catalog
 

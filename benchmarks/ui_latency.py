@@ -28,7 +28,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.nvml import DetectionResult
 from vramdesk.services.search import HubAnswer, SearchResult
-from vramdesk.ui import app as ui_app
+from vramdesk.ui import qtapp
 from vramdesk.ui.main_window import MainWindow
 
 
@@ -92,7 +92,7 @@ def _changes(app: QApplication, w: MainWindow, title: str, values: list[int]) ->
 
 
 def main() -> int:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     tight = Scenario.model_validate(

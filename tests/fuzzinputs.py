@@ -31,7 +31,8 @@ from vramdesk.core.checkpoint import (
     parse_safetensors_header,
 )
 from vramdesk.core.dtypes import FormatError
-from vramdesk.core.estimate import MAX_PLAN_BYTES, EstimateError, estimate, model_facts
+from vramdesk.core.estimate import MAX_PLAN_BYTES, EstimateError, estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.jsonsafe import JsonError, loads
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Scenario

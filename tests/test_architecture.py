@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from vramdesk.core.architecture import AttentionKind, ConfigError, normalize
-from vramdesk.core.estimate import model_facts
+from vramdesk.core.facts import model_facts
 from vramdesk.services.catalog import default_catalog
 
 # Published totals of families whose configs are not in the catalog (hand-written configs with the

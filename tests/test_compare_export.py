@@ -24,9 +24,8 @@ from vramdesk.report.tables import SECTION_TITLES
 from vramdesk.storage.library import Autosave, ScenarioLibrary
 from vramdesk.storage.paths import DATA_DIR_ENV
 from vramdesk.storage.scenarios import save_scenario
-from vramdesk.ui import app as ui_app
 from vramdesk.ui import export as ex
-from vramdesk.ui import i18n
+from vramdesk.ui import i18n, qtapp
 from vramdesk.ui.compare import LibraryWindow
 from vramdesk.ui.main_window import EXPORTS, MainWindow
 from vramdesk.ui.presenter import evaluate_scenario
@@ -79,7 +78,7 @@ def check_pdf(path: Path, pages: int | None = None) -> None:
 
 @pytest.fixture(scope="module")
 def view():
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     ev = evaluate_scenario(DEFAULT_SCENARIO)
     assert ev.view is not None
     return ev.view
@@ -144,7 +143,7 @@ def test_unwritable_output_fails_clearly(qtbot, view, tmp_path: Path) -> None:
 
 @pytest.fixture
 def window(qtbot, tmp_path: Path) -> MainWindow:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     w = MainWindow(
         DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"), autosave=True
     )
@@ -257,7 +256,7 @@ def test_window_exports_and_copies(window: MainWindow, tmp_path: Path) -> None:
 
 
 def test_autosave_restore_and_clean_exit(qtbot, tmp_path: Path) -> None:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, autosave=True)
     qtbot.addWidget(w)
     w.batch_spin.setValue(7)

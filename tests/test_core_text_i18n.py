@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from qwen1config import QWEN7B
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.estimate import ModelFacts, model_facts
+from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Optimizer, Scenario
 from vramdesk.core.solve import SolveError, maximize, smallest_changes

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from benchload import ROOT, load_benchmark
 
-from vramdesk.core.estimate import estimate, model_facts
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.gpu import GIB, MIB
 
 TRACES = ROOT / "benchmarks" / "data" / "traces"

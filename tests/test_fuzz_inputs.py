@@ -46,7 +46,8 @@ from hypothesis import strategies as st
 
 from vramdesk.core.architecture import ConfigError, normalize
 from vramdesk.core.checkpoint import CheckpointError, parse_safetensors_header
-from vramdesk.core.estimate import EstimateError, estimate, model_facts
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.jsonsafe import JsonError, loads
 from vramdesk.core.scenario import MAX_TOTAL_GPUS, Scenario
 from vramdesk.services.deepspeed import DeepSpeedConfigError, read_deepspeed

@@ -11,7 +11,8 @@ from qwen1config import QWEN7B
 
 from vramdesk.core.architecture import ConfigError, normalize
 from vramdesk.core.dtypes import parse_weight_format
-from vramdesk.core.estimate import EstimateError, estimate, model_facts
+from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog

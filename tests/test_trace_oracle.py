@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from vramdesk.core.estimate import estimate, model_facts
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 

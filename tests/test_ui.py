@@ -27,6 +27,7 @@ from vramdesk.services.catalog import default_catalog
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import app as ui_app
+from vramdesk.ui import qtapp
 from vramdesk.ui.charts import FULL_CIRCLE, BreakdownChart, PieItem
 from vramdesk.ui.main_window import WINDOW_SIZE, MainWindow
 from vramdesk.ui.presenter import (
@@ -70,7 +71,7 @@ def component(est_or_rows, name: str) -> int:
 
 @pytest.fixture
 def window(qtbot) -> MainWindow:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     w = MainWindow(DEFAULT_SCENARIO)
     qtbot.addWidget(w)
     w.resize(*WINDOW_SIZE)

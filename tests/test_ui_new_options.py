@@ -20,8 +20,7 @@ from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from vramdesk.services.catalog import default_catalog
 from vramdesk.storage.scenarios import save_scenario
-from vramdesk.ui import app as ui_app
-from vramdesk.ui import i18n
+from vramdesk.ui import i18n, qtapp
 from vramdesk.ui.forms import WorkloadForm, select
 from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.presenter import FormValues, form_from_scenario, scenario_from_form
@@ -262,7 +261,7 @@ def test_the_vision_tower_option_follows_the_model(qtbot) -> None:
 
 
 def test_a_model_outside_the_catalog_keeps_the_vision_choice_open(qtbot) -> None:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     f = WorkloadForm(default_catalog())  # the form alone: no window that would look the models up
     qtbot.addWidget(f)
     f.set_values(form_from_scenario(finetune()))

@@ -18,6 +18,7 @@ from vramdesk.storage.library import ScenarioLibrary
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import app as ui_app
 from vramdesk.ui import export as ex
+from vramdesk.ui import qtapp
 from vramdesk.ui.compare import LibraryWindow
 from vramdesk.ui.presenter import evaluate_scenario
 
@@ -30,7 +31,7 @@ def _variant(batch: int) -> Scenario:
 
 @pytest.fixture
 def library_window(qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LibraryWindow:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     lib = ScenarioLibrary(tmp_path / "lib")
     lib.save(DEFAULT_SCENARIO, name="=cmd|' /C calc'!A0")
     lib.save(_variant(2), name="@SUM(A1)")
@@ -81,7 +82,7 @@ def test_comparison_tsv_copy_has_no_formulas(library_window: LibraryWindow) -> N
 
 @pytest.mark.parametrize("fmt", ex.VIEW_FORMATS)
 def test_export_view_refuses_to_write_over_its_input(qtbot: QtBot, tmp_path: Path, fmt: str) -> None:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     s = tmp_path / "s.vramdesk.json"
     save_scenario(DEFAULT_SCENARIO, s)
     before = s.read_bytes()
@@ -99,9 +100,8 @@ def test_tracebacks_in_the_log_and_on_stderr_carry_no_password(tmp_path: Path, c
     import logging
     import sys
 
-    from vramdesk.ui import app as ui_app
 
-    monkeypatch.setattr(ui_app, "_offscreen", lambda: True)  # no dialog in the test
+    monkeypatch.setattr(ui_app, "offscreen", lambda: True)  # no dialog in the test
     handler = logging.FileHandler(tmp_path / "vramdesk.log", encoding="utf-8")
     handler.setFormatter(ui_app._RedactingFormatter("%(levelname)s %(message)s"))
     ui_app.LOG.addHandler(handler)

@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import ScenarioLibrary
-from vramdesk.ui import app as ui_app
+from vramdesk.ui import qtapp
 from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.work_history import change_text, same_plan
 
@@ -22,7 +22,7 @@ OTHER_MODEL = "meta-llama/Llama-3.1-70B"
 
 @pytest.fixture
 def window(qtbot, tmp_path: Path) -> MainWindow:
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
     qtbot.addWidget(w)
     w.show()

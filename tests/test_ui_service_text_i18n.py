@@ -24,6 +24,7 @@ from vramdesk.services.resolve import resolve_model
 from vramdesk.services.search import hub_results
 from vramdesk.storage.library import ScenarioLibrary, file_text
 from vramdesk.ui import app as ui_app
+from vramdesk.ui import qtapp
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -122,7 +123,7 @@ def test_the_library_window_notices_are_chinese(qtbot, chinese, tmp_path: Path) 
 def test_a_scenario_file_that_cannot_be_opened_says_so_in_chinese(qtbot, chinese, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     w = ui_app.open_window(bad)  # the notice the app builds (English on stderr)
     qtbot.addWidget(w)
     w.show()

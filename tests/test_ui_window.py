@@ -17,7 +17,7 @@ from PySide6.QtCore import QElapsedTimer, QPointF, QTimer
 from PySide6.QtGui import QGuiApplication
 from uiwindow import make_window
 
-from vramdesk.core.estimate import ModelFacts
+from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GIB, MIB
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog

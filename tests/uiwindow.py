@@ -7,7 +7,7 @@ from typing import Any
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.nvml import DetectionResult
-from vramdesk.ui import app as ui_app
+from vramdesk.ui import qtapp
 from vramdesk.ui.main_window import MainWindow
 
 NO_GPU = DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)")
@@ -15,7 +15,7 @@ NO_GPU = DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)")
 
 def make_window(qtbot: Any, scenario: Scenario = DEFAULT_SCENARIO, *, wait: bool = True, **kw: Any) -> MainWindow:
     """A shown main window for ``scenario``; no GPU and no Hub unless ``detect`` / ``hub_search`` say otherwise."""
-    ui_app.ensure_app()
+    qtapp.ensure_app()
     kw.setdefault("detect", lambda: NO_GPU)
     kw.setdefault("hub_search", None)
     w = MainWindow(scenario, **kw)

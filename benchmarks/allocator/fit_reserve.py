@@ -29,7 +29,8 @@ sys.path.insert(0, str(HERE))
 import replay_report  # noqa: E402  (a sibling script, not a package)
 
 from vramdesk.core import constants as K  # noqa: E402
-from vramdesk.core.estimate import estimate, model_facts  # noqa: E402
+from vramdesk.core.estimate import estimate  # noqa: E402
+from vramdesk.core.facts import model_facts  # noqa: E402
 from vramdesk.core.gpu import GIB  # noqa: E402
 from vramdesk.core.scenario import Scenario  # noqa: E402
 from vramdesk.services.catalog import default_catalog  # noqa: E402

@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from vramdesk.core.estimate import estimate, model_facts
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog

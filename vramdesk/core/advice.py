@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .estimate import EstimateError, ModelFacts, estimate
+from .estimate import EstimateError, estimate
+from .facts import ModelFacts
 from .gpu import GpuSpec
 from .performance import Efficiency, PerformanceError, performance
 from .scenario import Scenario

@@ -2,37 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
-
 from . import constants as K
-from .architecture import Architecture, ConfigError, normalize
+from .architecture import Architecture
 from .dtypes import (
     DTYPE_BYTES,
     FormatError,
-    GgufModelInfo,
     WeightFormat,
     format_from_quantization_config,
     kv_bits,
     parse_weight_format,
 )
+from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
 from .inference import Context, EngineRun, llamacpp_run, torch_context, transformers_run, vllm_run, vllm_tp_problem
-from .inventory import ParamCounts, Tensor, build_inventory, count_params
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from .training import TRAINABLE_BASES, TrainingError, training_phases
-from .weights import WeightBytes, stored_weight_bytes, weight_bytes
+from .weights import stored_weight_bytes
 
 
 class EstimateError(ValueError):
     """A scenario that cannot be estimated, with the reason in words."""
 
 
-#: most parameters a model may have: 100 trillion, 50x the largest published (Kimi K2 and DeepSeek-V3: ~1T)
-MAX_PARAMS = 10**14
 #: most bytes one GPU (or one machine's host memory) may need in an estimate: 1 EiB. Real plans stay below a few
 #: TiB; past this only inputs at their absurd limits multiply out (65,536 sequences x 16M tokens x a huge model)
 MAX_PLAN_BYTES = 2**60
@@ -47,82 +40,6 @@ def _bounded(est: Estimate) -> Estimate:
             "reach: the batch, the lengths or the model's sizes are far outside anything real"
         )
     return est
-
-
-@dataclass
-class ModelFacts:
-    """Everything about one model the estimator derives once: architecture, tensors, counts."""
-
-    model_id: str
-    arch: Architecture
-    tensors: tuple[Tensor, ...]
-    counts: ParamCounts
-    #: extra facts from the source (e.g. "the checkpoint also stores a tied lm_head")
-    notes: tuple[str, ...] = ()
-    #: exact stored parameter total when a source (safetensors headers, the catalog) knows it
-    stored_total: int | None = None
-    #: the checkpoint's own tensors with their stored bytes (safetensors / GGUF headers), when read
-    checkpoint: tuple[Tensor, ...] | None = None
-    #: where the checkpoint tensors were read ("safetensors headers of owner/name", "GGUF header of x.gguf")
-    checkpoint_source: str = ""
-    _cache: dict[tuple[str, frozenset[str]], WeightBytes] = field(default_factory=dict, repr=False)
-
-    def weights(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
-        key = (repr(fmt), parts)
-        hit = self._cache.get(key)
-        if hit is None:
-            if fmt.kind == "gguf":
-                fmt = fmt.with_gguf_model(gguf_model_info(self.arch))
-            hit = weight_bytes(self.tensors, fmt, parts, self.arch.n_layers)
-            self._cache[key] = hit
-        return hit
-
-
-def gguf_model_info(arch: Architecture) -> GgufModelInfo:
-    """The hparams llama-quantize looks at when it picks a tensor's type."""
-    first = arch.layers[0]
-    moe = next((layer.moe for layer in arch.layers if layer.moe is not None), None)
-    return GgufModelInfo(
-        arch="falcon" if arch.family == "falcon" else arch.model_type,
-        n_expert=moe.num_experts if moe else 1,
-        n_gqa=max(1, first.n_heads // max(1, first.n_kv_heads)),
-        is_70b=arch.family == "llama" and arch.n_layers == 80 and not arch.is_moe,
-        has_output=not arch.tie_embeddings,
-    )
-
-
-def model_facts(
-    config: Mapping[str, Any],
-    model_id: str = "",
-    *,
-    notes: tuple[str, ...] = (),
-    stored_total: int | None = None,
-    checkpoint: tuple[Tensor, ...] | None = None,
-    checkpoint_source: str = "",
-) -> ModelFacts:
-    """Normalise a config and build its inventory; ``checkpoint`` = the tensors a checkpoint really stores
-    (with ``stored_bytes``), which then price the weights whenever the scenario keeps the checkpoint's format."""
-    arch = normalize(config)
-    tensors = build_inventory(arch)
-    if checkpoint is not None and stored_total is None:
-        stored_total = sum(t.numel for t in checkpoint)
-    counts = count_params(tensors)
-    if max(counts.checkpoint, stored_total or 0) > MAX_PARAMS:
-        # every field can be within its own bound (architecture._CONFIG_BOUNDS) while their product is not
-        raise ConfigError(
-            f"{arch.model_type}: {max(counts.checkpoint, stored_total or 0):.3g} parameters is above "
-            f"{MAX_PARAMS:.0e} (no real model is that large: check the layer, width, vocabulary and expert counts)"
-        )
-    return ModelFacts(
-        model_id=model_id or arch.model_type,
-        arch=arch,
-        tensors=tensors,
-        counts=counts,
-        notes=notes,
-        stored_total=stored_total,
-        checkpoint=checkpoint,
-        checkpoint_source=checkpoint_source,
-    )
 
 
 def _float_dtype(arch: Architecture) -> str:
@@ -362,7 +279,7 @@ def _estimate(
     )
 
 
-__all__ = ["DTYPE_BYTES", "Component", "EstimateError", "ModelFacts", "estimate", "model_facts"]
+__all__ = ["DTYPE_BYTES", "Component", "EstimateError", "estimate"]
 
 
 def _estimate_training(

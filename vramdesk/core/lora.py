@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .inventory import Tensor
 
 if TYPE_CHECKING:
-    from .estimate import ModelFacts
+    from .facts import ModelFacts
 
 
 class LoraTargetError(ValueError):

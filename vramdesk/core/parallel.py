@@ -20,7 +20,7 @@ from .result import Phase
 from .scenario import Parallelism
 
 if TYPE_CHECKING:
-    from .estimate import ModelFacts
+    from .facts import ModelFacts
     from .weights import WeightBytes
 
 

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .architecture import Architecture, AttentionKind
 from .dtypes import WeightFormat
-from .estimate import ModelFacts, resolve_format
+from .estimate import resolve_format
+from .facts import ModelFacts
 from .gpu import GpuSpec
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario

@@ -22,7 +22,8 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from .dtypes import FormatError, kv_bits
-from .estimate import EstimateError, ModelFacts, estimate, resolve_format
+from .estimate import EstimateError, estimate, resolve_format
+from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
 from .performance import PerformanceError, performance
 from .result import Estimate

@@ -40,7 +40,7 @@ from .result import Category, Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
 
 if TYPE_CHECKING:
-    from .estimate import ModelFacts
+    from .facts import ModelFacts
 
 
 #: weight-format kinds peft trains adapters on as stored (its GPTQ, AWQ and bitsandbytes LoRA layers); other

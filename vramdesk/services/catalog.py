@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vramdesk.core.dtypes import format_from_quantization_config
-from vramdesk.core.estimate import ModelFacts, model_facts
+from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
 
 

@@ -25,7 +25,7 @@ from vramdesk.core.checkpoint import (
     tensors_from_gguf,
     tensors_from_safetensors,
 )
-from vramdesk.core.estimate import ModelFacts, model_facts
+from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.safety import redact
 

@@ -19,30 +19,26 @@ from typing import TypeVar
 
 from PySide6.QtCore import (
     QEventLoop,
-    QMessageLogContext,
     QStandardPaths,
     Qt,
     QTimer,
-    QtMsgType,
-    qInstallMessageHandler,
 )
-from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication, QImageWriter
+from PySide6.QtGui import QGuiApplication, QImageWriter
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.safety import redact
-from vramdesk.services.catalog import resources_dir
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
 
-from . import theme
 from .charts import FULL_CIRCLE
 from .core_text import localize
 from .dialogs import apply_saved_settings
-from .i18n import choose_language, install_qt_translations, set_language, tr
+from .i18n import tr
 from .main_window import WINDOW_SIZE, MainWindow
+from .qtapp import ensure_app, offscreen
 
 USAGE = """\
 usage: vramdesk                          open the window with the default scenario
@@ -51,8 +47,6 @@ usage: vramdesk                          open the window with the default scenar
                                          render the window offscreen and save it as PNG
        vramdesk --self-test              start the window offscreen, estimate, exit 0 or 1
 """
-FONT_FILE = "DejaVuSans.ttf"
-FONT_POINT_SIZE = 9
 #: a self-test or screenshot that has not finished by then is a failure, never a hang
 WATCHDOG_MS = 30_000
 
@@ -113,59 +107,6 @@ def _has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-_fonts_loaded: list[str] = []
-
-
-def install_font(app: QApplication) -> str | None:
-    """Use the bundled DejaVu Sans, so the window looks the same on every machine (and hosts without fonts)."""
-    if not _fonts_loaded:
-        try:
-            path = resources_dir() / "fonts" / FONT_FILE
-        except FileNotFoundError:
-            return None
-        if not path.is_file():
-            return None
-        font_id = QFontDatabase.addApplicationFont(str(path))
-        families = QFontDatabase.applicationFontFamilies(font_id) if font_id >= 0 else []
-        if not families:
-            return None
-        _fonts_loaded.append(families[0])
-    family = _fonts_loaded[0]
-    app.setFont(QFont(family, FONT_POINT_SIZE))
-    return family
-
-
-#: Qt messages that say nothing to a user of --self-test / --screenshot (the offscreen platform's)
-_QUIET_MESSAGES = ("This plugin does not support propagateSizeHints()",)
-
-
-def _quiet_handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
-    if message in _QUIET_MESSAGES:
-        return
-    print(message, file=sys.stderr)
-
-
-def ensure_app() -> QApplication:
-    """The running QApplication, or a new one set up the way the window expects."""
-    existing = QApplication.instance()
-    if isinstance(existing, QApplication):
-        app = existing
-    else:
-        if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
-            qInstallMessageHandler(_quiet_handler)
-        app = QApplication(["vramdesk"])
-        app.setApplicationName("vramdesk")
-        app.setApplicationDisplayName("vramdesk")
-        app.setOrganizationName("vramdesk")
-    app.setStyle("Fusion")
-    install_font(app)
-    set_language(choose_language())
-    install_qt_translations()
-    dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark and not _offscreen()
-    theme.use_palette(theme.DARK if dark else theme.LIGHT)
-    return app
-
-
 def show_error_dialog(parent: QWidget | None, summary: str, details: str) -> QMessageBox:
     """An error with its details one click away, selectable and copyable (Copy puts all on the clipboard)."""
     box = QMessageBox(parent)
@@ -222,14 +163,10 @@ def install_excepthook(log_path: Path | None = None) -> None:
         LOG.error("unexpected error\n%s", details)
         if log_path is not None:
             details += f"\nLog file: {log_path}"
-        if QApplication.instance() is not None and not _offscreen():
+        if QApplication.instance() is not None and not offscreen():
             show_error_dialog(QApplication.activeWindow(), redact(f"{exc_type.__name__}: {exc}"), details).exec()
 
     sys.excepthook = hook
-
-
-def _offscreen() -> bool:
-    return QGuiApplication.platformName() in ("offscreen", "minimal")
 
 
 def _err(msg: str) -> None:
@@ -248,7 +185,7 @@ def open_window(scenario_path: Path | None) -> MainWindow:
             _err(notice)
     # the interactive window autosaves the current work and offers it back after a crash
     window = MainWindow(scenario, notice=notice, autosave=True)
-    if notice and not _offscreen():
+    if notice and not offscreen():
         QTimer.singleShot(0, lambda: QMessageBox.warning(window, "vramdesk", localize(notice)))
     return window
 
@@ -431,7 +368,7 @@ def run(argv: list[str]) -> int:
         window = open_window(opts.scenario)
         window.show()
         if opts.scenario is None:
-            QTimer.singleShot(0, lambda: window.offer_restore(ask=not _offscreen()))
+            QTimer.singleShot(0, lambda: window.offer_restore(ask=not offscreen()))
         return int(app.exec())
     finally:
         sys.excepthook = previous_hook

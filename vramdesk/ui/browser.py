@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramdesk.core.estimate import ModelFacts
+from vramdesk.core.facts import ModelFacts
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.search import HubAnswer, SearchResult, merge
 

@@ -366,7 +366,7 @@ def export_scenario(
     from vramdesk.safety import check_output
 
     check_output(out, inputs)  # before Qt starts and the estimate runs
-    from .app import ensure_app
+    from .qtapp import ensure_app
 
     ensure_app()
     view, perf = prepare(scenario)

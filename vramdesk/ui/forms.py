@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from vramdesk.core.estimate import ModelFacts
+from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.scenario import MAX_TOKENS
 from vramdesk.services.catalog import Catalog

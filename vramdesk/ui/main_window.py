@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.estimate import ModelFacts
+from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec, hardware_text
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario

@@ -12,7 +12,8 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from vramdesk.core.estimate import ModelFacts, estimate
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import ModelFacts
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
 from vramdesk.core.result import Estimate, Fit

@@ -1,0 +1,71 @@
+"""The package's shape (issue 19): no import cycle, no function over 120 lines, no module over 800 lines.
+
+What is still too long is listed with its length today: it may shrink, never grow, and leaves the list once it is
+within the limit (the test says so), so the list only ever gets shorter."""
+
+from __future__ import annotations
+
+import codeshape
+
+#: path -> lines today
+LONG_MODULES: dict[str, int] = {
+    "vramdesk/core/dtypes.py": 1698,
+    "vramdesk/ui/main_window.py": 1604,
+    "vramdesk/core/training.py": 1219,
+    "vramdesk/core/architecture.py": 1126,
+    "vramdesk/ui/forms.py": 943,
+    "vramdesk/cli.py": 936,
+    "vramdesk/core/solve.py": 929,
+    "vramdesk/core/inference.py": 810,
+    "vramdesk/core/checkpoint.py": 803,
+}
+
+#: path:function -> lines today
+LONG_FUNCTIONS: dict[str, int] = {
+    "vramdesk/ui/forms.py:WorkloadForm.__init__": 477,
+    "vramdesk/core/training.py:training_phases": 447,
+    "vramdesk/core/inference.py:llamacpp_run": 179,
+    "vramdesk/core/training.py:what_trains": 178,
+    "vramdesk/core/estimate.py:_estimate_training": 172,
+    "vramdesk/core/dtypes.py:gguf_mix_type": 161,
+    "vramdesk/core/inference.py:_transformers_gpu": 160,
+    "vramdesk/ui/main_window.py:MainWindow._build_results": 150,
+    "vramdesk/core/training.py:activations": 149,
+    "vramdesk/core/estimate.py:_estimate": 146,
+    "vramdesk/cli.py:_add_estimate_options": 134,
+    "vramdesk/core/inference.py:vllm_run": 127,
+    "vramdesk/core/performance.py:_inference": 125,
+    "vramdesk/core/solve.py:smallest_changes": 125,
+    "vramdesk/core/performance.py:_training": 122,
+}
+
+
+def _over(measured: dict[str, int], limit: int, known: dict[str, int]) -> list[str]:
+    problems = []
+    for name, lines in sorted(measured.items()):
+        if lines > limit and lines > known.get(name, limit):
+            was = f" (was {known[name]})" if name in known else ""
+            problems.append(f"{name}: {lines} lines, over {limit}{was}")
+    for name in sorted(known):
+        now = measured.get(name)
+        if now is None or now <= limit:
+            problems.append(f"{name} is within {limit} lines now ({now}): take it off the list")
+    return problems
+
+
+def test_no_import_cycle() -> None:
+    assert codeshape.import_cycles() == []
+
+
+def test_no_module_over_800_lines() -> None:
+    assert _over(codeshape.module_lengths(), codeshape.MAX_MODULE_LINES, LONG_MODULES) == []
+
+
+def test_no_function_over_120_lines() -> None:
+    assert _over(codeshape.function_lengths(), codeshape.MAX_FUNCTION_LINES, LONG_FUNCTIONS) == []
+
+
+def test_the_limits_catch_growth() -> None:
+    assert _over({"a.py": 900}, 800, {}) == ["a.py: 900 lines, over 800"]
+    assert _over({"a.py": 901}, 800, {"a.py": 900}) == ["a.py: 901 lines, over 800 (was 900)"]
+    assert _over({"a.py": 700}, 800, {"a.py": 900}) == ["a.py is within 800 lines now (700): take it off the list"]
