@@ -1,5 +1,5 @@
 """Decode speed: the performance model against tokens/s that users published for the same GPU, model and
-quantisation. Prints estimate / report per row; ``tests/test_performance.py`` asserts each row is within
+quantisation. Prints estimate / report per row; ``tests/core/test_performance.py`` asserts each row is within
 ``TOLERANCE``.
 
 Only rows with a citable source are here (repository + file at a commit, or an issue URL). Llama 3 8B and

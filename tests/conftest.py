@@ -71,3 +71,13 @@ def sim() -> ModuleType:
 def report() -> ModuleType:
     """benchmarks/allocator/replay_report.py: a trace's settings as a scenario, GPU-run comparisons."""
     return load_benchmark("replay_report")
+
+
+_UI_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui") + os.sep
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/ui builds widgets: mark it ``ui`` (``-m "not ui"`` runs the rest)."""
+    for item in items:
+        if str(item.path).startswith(_UI_TESTS):
+            item.add_marker(pytest.mark.ui)

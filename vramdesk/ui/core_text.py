@@ -16,7 +16,7 @@ search notes, model-resolution and local-file errors, and the library's notices.
   placeholder name only makes it unique (``{n2}``). Every number, unit and identifier is copied unchanged.
 
 In English (or a language without a table) every function returns its text unchanged. Text the table does
-not cover stays English rather than being guessed; ``tests/test_core_text_i18n.py`` sweeps the estimator over
+not cover stays English rather than being guessed; ``tests/ui/test_core_text.py`` sweeps the estimator over
 many scenarios and names every phrase that is left.
 """
 

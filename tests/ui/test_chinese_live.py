@@ -30,7 +30,7 @@ from vramdesk.ui.dialogs import UNIT_KEY, SettingsDialog
 from vramdesk.ui.main_window import WINDOW_SIZE, MainWindow
 from vramdesk.ui.theme import CATEGORY_COLORS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 

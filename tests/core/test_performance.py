@@ -18,7 +18,7 @@ LLAMA8 = "meta-llama/Llama-3.1-8B"
 
 
 def _load_reports() -> Any:
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "speed_reports.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "speed_reports.py"
     spec = importlib.util.spec_from_file_location("speed_reports", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -42,7 +42,7 @@ from vramdesk.ui.presenter import (
 from vramdesk.ui.theme import CATEGORY_COLORS, component_colors
 from vramdesk.ui.widgets import ComponentTableModel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def direct_estimate(scenario: Scenario = DEFAULT_SCENARIO):

@@ -6,7 +6,7 @@ the model browser's details, and the library's notices (vramdesk/ui/core_text.py
 The services and storage stay English (the command line and JSON read them); the window translates at display
 time. The sweep below produces the real messages: Hub errors from the fake Hub over real HTTP, NVML reasons from
 the fake NVML, local-model errors from tiny bad files, library notices from corrupted and newer-schema files. Every
-message must come out with no English word left except identifiers (the same rule as tests/test_core_text_i18n.py);
+message must come out with no English word left except identifiers (the same rule as tests/ui/test_core_text.py);
 a new service message without a translation fails here, with the message named.
 """
 
@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_nvml.pyfake import RTX, FakeNvml, NVMLError, NVMLError_DriverNotLoaded, NVMLError_LibraryNotFound
 from fakehub import TINY_CONFIG, FakeHub, hub_environment, llama_gguf, safetensors_bytes, tiny_llama_tensors
-from i18ncheck import TOKEN
+from i18ncheck import CORE_WHITELIST, TOKEN
 from i18ncheck import english_left as _english_left
-from test_core_text_i18n import WHITELIST as CORE_WHITELIST
-from test_nvml import RTX, FakeNvml, NVMLError, NVMLError_DriverNotLoaded, NVMLError_LibraryNotFound
 
 from vramdesk.core.checkpoint import CheckpointError
 from vramdesk.core.scenario import Scenario

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "allocator" / "caching_allocator.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "allocator" / "caching_allocator.py"
 
 
 def _load() -> ModuleType:

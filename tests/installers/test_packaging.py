@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "packaging"
 APP_ID = "io.github.vramdesk.VramDesk"
 DESKTOP = PKG / "linux" / f"{APP_ID}.desktop"

@@ -21,7 +21,7 @@ from vramdesk.core.facts import model_facts
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "benchmarks" / "data" / "traces"
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_nvml.pyfake import RTX, FakeNvml, NVMLError, NVMLError_DriverNotLoaded
 from fakehub import FakeHub, hub_environment
-from test_nvml import RTX, FakeNvml, NVMLError, NVMLError_DriverNotLoaded
 from uiwindow import make_window
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO

@@ -28,7 +28,7 @@ from vramdesk.ui import i18n
 from vramdesk.ui.browser import SearchResultModel, details_html
 from vramdesk.ui.presenter import DETECTED_PREFIX
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NO_GPU = DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)")
 
 

@@ -100,7 +100,6 @@ def test_tracebacks_in_the_log_and_on_stderr_carry_no_password(tmp_path: Path, c
     import logging
     import sys
 
-
     monkeypatch.setattr(ui_app, "offscreen", lambda: True)  # no dialog in the test
     handler = logging.FileHandler(tmp_path / "vramdesk.log", encoding="utf-8")
     handler.setFormatter(ui_app._RedactingFormatter("%(levelname)s %(message)s"))

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import fake_nvml
 import pytest
-from i18ncheck import english_left
-from test_core_text_i18n import WHITELIST as CORE_WHITELIST
+from i18ncheck import CORE_WHITELIST, english_left
 from uiwindow import make_window, scenario_for
 
 from vramdesk import cli

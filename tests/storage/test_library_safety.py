@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_library import variant
+from samples import variant
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.storage import library as lib

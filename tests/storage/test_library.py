@@ -12,19 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
+from samples import variant
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
+from vramdesk.core.scenario import SCHEMA_VERSION
 from vramdesk.storage import library as lib
 from vramdesk.storage.library import LibraryError, ScenarioLibrary
 from vramdesk.storage.paths import DATA_DIR_ENV, data_dir, library_dir
 from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
-
-
-def variant(**work: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump()
-    data["workload"].update(work)
-    return Scenario.model_validate(data)
 
 
 def test_data_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from vramdesk.ui import i18n
 
-UI = Path(__file__).resolve().parent.parent / "vramdesk" / "ui"
+UI = Path(__file__).resolve().parents[2] / "vramdesk" / "ui"
 
 
 def tr_literals() -> dict[str, list[str]]:
