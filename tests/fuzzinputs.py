@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from vramdesk.cli import _FINETUNE_KEYS, _INFERENCE_KEYS, _LLAMACPP_KEYS, _VLLM_KEYS, build_parser, main
+from vramdesk.cli import build_parser, main
 from vramdesk.core.architecture import ConfigError
 from vramdesk.core.checkpoint import (
     MAX_TENSOR_ELEMENTS,
@@ -34,6 +34,7 @@ from vramdesk.core.dtypes import FormatError
 from vramdesk.core.estimate import MAX_PLAN_BYTES, EstimateError, estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.jsonsafe import JsonError, loads
+from vramdesk.core.options import options
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
@@ -434,7 +435,10 @@ def _values(action: argparse.Action, nodes: list[str] | None = None) -> st.Searc
     return st.sampled_from(pool).map(lambda v: [flag, v])
 
 
-_MODE_KEYS = {"inference": _INFERENCE_KEYS | _VLLM_KEYS | _LLAMACPP_KEYS, "finetune": _FINETUNE_KEYS | {"deepspeed"}}
+_MODE_KEYS = {
+    "inference": {o.flag for o in options() if o.mode == "inference"},
+    "finetune": {o.flag for o in options() if o.mode == "finetune"} | {"deepspeed"},
+}
 
 
 @st.composite

@@ -6,9 +6,9 @@ import argparse
 import io
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, TextIO, get_args
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -18,85 +18,26 @@ from vramdesk.core.architecture import ConfigError
 from vramdesk.core.dtypes import FormatError
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import GIB
+from vramdesk.core.options import Option, by_flag, options
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
-from vramdesk.core.scenario import (
-    AdapterDtype,
-    Attention,
-    Engine,
-    FsdpStrategy,
-    KvDtypeName,
-    LoraBias,
-    Method,
-    Offload,
-    Optimizer,
-    Scenario,
-    SplitMode,
-    TrainPrecision,
-    VisionTower,
-)
+from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
 from vramdesk.report.tables import ReportData, level_labels, runs
 from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
 
-#: long option -> (where it goes in the scenario, type)
-_INFERENCE_KEYS = {
-    "engine",
-    "attention",
-    "batch",
-    "input_len",
-    "output_len",
-    "kv_dtype",
-    "full_prompt_logits",
-    "max_memory_gib",
-    "cpu_memory_gib",
+#: options of the command line that are not scenario settings (the option table, core/options.py, has those)
+_COMMAND_KEYS = frozenset({"mode", "deepspeed", "name", "model"})
+#: every key a --jsonl line may hold
+_ALL_KEYS = _COMMAND_KEYS | set(by_flag())
+#: what the command line's help adds to an option's own help
+_MORE_HELP = {
+    "weights": "auto (the checkpoint's own), fp32, bf16, fp16, fp8, fp8-block, int8, nf4, nf4-dq, fp4, gptq-int4, "
+    "gptq-int8, awq-int4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...",
+    "gpu": "a GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'",
 }
-_FINETUNE_KEYS = {
-    "method",
-    "micro_batch",
-    "seq_len",
-    "mean_seq_len",
-    "grad_accum",
-    "optimizer",
-    "precision",
-    "grad_checkpointing",
-    "lora_rank",
-    "lora_targets",
-    "lora_dropout",
-    "dora",
-    "chunked_loss",
-    "activation_offload",
-    "expandable_segments",
-    "modules_to_save",
-    "lora_bias",
-    "adapter_dtype",
-    "vision_tower",
-    "checkpoint_every",
-}
-_VLLM_KEYS = {"gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "enforce_eager"}
-_LLAMACPP_KEYS = {"n_gpu_layers", "n_ubatch", "flash_attn", "swa_full", "split_mode"}
-_PARALLEL_KEYS = {
-    "tp",
-    "pp",
-    "zero",
-    "fsdp",
-    "fsdp_strategy",
-    "fsdp_version",
-    "offload",
-    "zero_bucket",
-    "zero_overlap_comm",
-}
-_ALL_KEYS = (
-    {"deepspeed", "nodes"}
-    | _INFERENCE_KEYS
-    | _FINETUNE_KEYS
-    | _VLLM_KEYS
-    | _LLAMACPP_KEYS
-    | _PARALLEL_KEYS
-    | {"mode", "weights", "gpus", "gpu", "name", "model"}
-)
 
 
 class CliError(Exception):
@@ -164,6 +105,53 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got '{text}'") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
+    return v
+
+
+#: (kind, lower bound) -> the argparse type that checks it, with the command line's own messages; upper bounds
+#: are the scenario's to check (its message names the field and the limit)
+_NUMBER_TYPES: dict[tuple[str, str, float], Callable[[str], Any]] = {
+    ("int", "ge", 1): _positive,
+    ("int", "ge", 0): _nonneg,
+    ("float", "gt", 0): _positive_float,
+    ("float", "ge", 0): _nonneg_float,
+}
+
+
+def _number_type(opt: Option) -> Callable[[str], Any]:
+    if opt.kind == "float" and opt.bounds.get("lt") == 1 and opt.bounds.get("ge") == 0:
+        return _dropout
+    if opt.kind == "float" and opt.bounds.get("le") == 1 and opt.bounds.get("gt") == 0:
+        return _fraction
+    for key in ("ge", "gt"):
+        if key in opt.bounds:
+            return _NUMBER_TYPES[(opt.kind, key, opt.bounds[key])]
+    raise AssertionError(f"option '{opt.name}': no command-line type for its bounds {dict(opt.bounds)}")
+
+
+def _add_option(p: argparse.ArgumentParser, opt: Option) -> None:
+    """One scenario option as a long option: its type, choices and help from the option table."""
+    extra = _MORE_HELP.get(opt.name)
+    help_text = f"{opt.help}{'; ' + extra if extra else ''} [{opt.default_text()}]".replace("%", "%%")
+    kwargs: dict[str, Any] = {"default": None, "help": help_text, "dest": opt.flag}
+    if opt.kind == "bool":
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif opt.kind == "choice":
+        kwargs["choices"] = list(opt.values)
+        if all(isinstance(v, int) for v in opt.values):
+            kwargs["type"] = int
+    elif opt.kind in ("int", "float"):
+        kwargs["type"] = _number_type(opt)
+    p.add_argument(opt.cli, **kwargs)
+
+
 def _add_estimate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["inference", "finetune"], default=None, help="[inference]")
     p.add_argument(
@@ -173,130 +161,8 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         help="plan with the DeepSpeed JSON config the job will launch with (ZeRO stage, offload, precision, "
         "micro-batch, optimizer); options given here win",
     )
-    p.add_argument("--method", choices=get_args(Method), default=None, help="fine-tuning method [lora]")
-    p.add_argument(
-        "--weights",
-        default=None,
-        help="storage format: auto (the checkpoint's own), fp32, bf16, fp16, fp8, fp8-block, int8, nf4, "
-        "nf4-dq, fp4, gptq-int4, gptq-int8, awq-int4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...",
-    )
-    p.add_argument("--kv-dtype", default=None, choices=get_args(KvDtypeName))
-    p.add_argument("--engine", choices=get_args(Engine), default=None, help="[transformers]")
-    p.add_argument("--attention", choices=get_args(Attention), default=None, help="[sdpa]")
-    p.add_argument("--batch", type=_positive, default=None, help="sequences decoded together [1]")
-    p.add_argument("--input-len", type=_positive, default=None, help="prompt tokens [min(model context, 4096)]")
-    p.add_argument("--output-len", type=_nonneg, default=None, help="generated tokens [512]")
-    p.add_argument(
-        "--full-prompt-logits",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="logits for every prompt position, as generate() did before transformers 4.45",
-    )
-    p.add_argument("--seq-len", type=_positive, default=None, help="training sequence length [2048]")
-    p.add_argument(
-        "--mean-seq-len",
-        type=_positive,
-        default=None,
-        help="unpacked batches of varying length: their mean (--seq-len is then the longest) [packed]",
-    )
-    p.add_argument("--micro-batch", type=_positive, default=None)
-    p.add_argument("--grad-accum", type=_positive, default=None)
-    p.add_argument(
-        "--optimizer",
-        default=None,
-        choices=get_args(Optimizer),
-    )
-    p.add_argument("--precision", default=None, choices=get_args(TrainPrecision))
-    p.add_argument("--grad-checkpointing", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument(
-        "--checkpoint-every",
-        type=_positive,
-        default=None,
-        help="selective checkpointing: checkpoint every k-th layer, the others keep their activations [1]",
-    )
-    p.add_argument("--lora-rank", type=_positive, default=None)
-    p.add_argument("--lora-targets", default=None, help="all-linear or a comma list: q,k,v,o,gate,up,down")
-    p.add_argument("--lora-dropout", type=_dropout, default=None, help="LoRA dropout probability [0]")
-    p.add_argument("--dora", action=argparse.BooleanOptionalAction, default=None, help="weight-decomposed LoRA")
-    p.add_argument(
-        "--modules-to-save",
-        default=None,
-        help="modules trained in full next to the adapters (peft modules_to_save), comma list: embed,lm_head",
-    )
-    p.add_argument(
-        "--vision-tower",
-        choices=get_args(VisionTower),
-        default=None,
-        help="a multimodal model's vision tower: loaded and frozen, trained, or not loaded [frozen]",
-    )
-    p.add_argument("--lora-bias", choices=get_args(LoraBias), default=None, help="peft LoRA bias [none]")
-    p.add_argument(
-        "--adapter-dtype",
-        choices=get_args(AdapterDtype),
-        default=None,
-        help="adapters in fp32 (peft >= 0.12) or in the base weights' dtype (older peft) [fp32]",
-    )
-    p.add_argument("--chunked-loss", action=argparse.BooleanOptionalAction, default=None, help="chunked cross-entropy")
-    p.add_argument(
-        "--expandable-segments",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (fine-tuning: a smaller allocator cache)",
-    )
-    p.add_argument(
-        "--activation-offload",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="move saved activations to CPU memory during the forward",
-    )
-    p.add_argument("--gpus", type=_positive, default=None, help="number of GPUs (per node) [1]")
-    p.add_argument("--nodes", type=_positive, default=None, help="machines with --gpus GPUs each [1]")
-    p.add_argument("--gpu", default=None, help="GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'")
-    p.add_argument("--tp", type=_positive, default=None)
-    p.add_argument("--pp", type=_positive, default=None)
-    p.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None)
-    p.add_argument("--fsdp", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument(
-        "--fsdp-strategy",
-        choices=get_args(FsdpStrategy),
-        default=None,
-        help="FSDP sharding: full, shard-grad-op (like ZeRO-2), hybrid (shard inside a node) [full]",
-    )
-    p.add_argument(
-        "--fsdp-version",
-        type=int,
-        choices=[1, 2],
-        default=None,
-        help="1: FullyShardedDataParallel (accelerate's default), 2: fully_shard; with LoRA, FSDP1 makes frozen "
-        "layers keep their inputs [1]",
-    )
-    p.add_argument("--offload", choices=get_args(Offload), default=None)
-    p.add_argument(
-        "--max-memory-gib",
-        type=_positive_float,
-        default=None,
-        help="transformers device_map: accelerate's max_memory per GPU (GiB); the rest spills to CPU, then disk",
-    )
-    p.add_argument(
-        "--cpu-memory-gib",
-        type=_positive_float,
-        default=None,
-        help="transformers device_map: CPU memory for spilled weights before disk (GiB) [no cap]",
-    )
-    p.add_argument("--gpu-memory-utilization", type=_fraction, default=None, help="vLLM [0.9]")
-    p.add_argument("--max-num-seqs", type=_positive, default=None, help="vLLM [256]")
-    p.add_argument("--max-num-batched-tokens", type=_positive, default=None, help="vLLM [8192]")
-    p.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction, default=None, help="vLLM: no CUDA graphs")
-    p.add_argument("--n-gpu-layers", type=_nonneg, default=None, help="llama.cpp layers on the GPU [all]")
-    p.add_argument("--n-ubatch", type=_positive, default=None, help="llama.cpp physical batch [512]")
-    p.add_argument("--flash-attn", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp [on]")
-    p.add_argument(
-        "--split-mode",
-        choices=get_args(SplitMode),
-        default=None,
-        help="llama.cpp over several GPUs: layers per GPU, or every matrix split by rows [layer]",
-    )
-    p.add_argument("--swa-full", action=argparse.BooleanOptionalAction, default=None, help="llama.cpp full SWA cache")
+    for opt in options():
+        _add_option(p, opt)
     p.add_argument("--name", default=None, help="a name for the saved scenario")
 
 
@@ -347,35 +213,21 @@ def _apply(base: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
     if work.get("kind", "inference") != mode:
         work = {}
     work["kind"] = mode
+    data["workload"] = work
+    table = by_flag()
     for key, value in opts.items():
         if key in ("mode", "model"):
             continue
-        if key == "weights":
-            data["weights"] = value
-        elif key == "name":
+        if key == "name":
             data["name"] = value
-        elif key == "gpu":
-            data.setdefault("hardware", {})["gpu"] = value
-        elif key == "gpus":
-            data.setdefault("hardware", {})["gpu_count"] = value
-        elif key == "nodes":
-            data.setdefault("hardware", {})["nodes"] = value
-        elif key in _PARALLEL_KEYS:
-            data.setdefault("parallelism", {})[key] = value
-        elif key in (_VLLM_KEYS | _LLAMACPP_KEYS | _INFERENCE_KEYS if mode == "inference" else _FINETUNE_KEYS):
-            if key in _VLLM_KEYS:
-                work.setdefault("vllm", {})[key] = value
-            elif key in _LLAMACPP_KEYS:
-                work.setdefault("llamacpp", {})[key] = value
-            elif key in ("lora_targets", "modules_to_save"):
-                work[key] = [t.strip() for t in str(value).split(",") if t.strip()]
-            else:
-                work[key] = value
-        elif key in _INFERENCE_KEYS | _FINETUNE_KEYS | _VLLM_KEYS | _LLAMACPP_KEYS:
-            raise CliError(f"--{key.replace('_', '-')} does not apply to --mode {mode}")
-        else:  # pragma: no cover - _ALL_KEYS is exhaustive
+            continue
+        opt = table.get(key)
+        if opt is None:  # pragma: no cover - argparse and --jsonl accept only _ALL_KEYS
             raise CliError(f"unknown option '{key}'")
-    data["workload"] = work
+        if opt.mode not in (None, mode):
+            raise CliError(f"{opt.cli} does not apply to --mode {mode}")
+        listed = opt.kind == "list" and not isinstance(value, list)
+        opt.put(data, [t.strip() for t in str(value).split(",") if t.strip()] if listed else value)
     return data
 
 

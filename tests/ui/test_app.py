@@ -130,7 +130,7 @@ def test_form_round_trip_keeps_fields_the_form_does_not_show() -> None:
         output_len=512,
         kv_dtype="auto",
         attention="flash",
-        vllm_utilization=0.8,
+        gpu_memory_utilization=0.8,
         tp=2,
         gpu="H100 SXM",
         gpu_count=2,

@@ -201,7 +201,7 @@ INVALID: list[tuple[dict[str, Any], set[str]]] = [
     ({"mode": "finetune", "pp": 2, "gpu_count": 2, "zero": 2}, set()),
     ({"mode": "finetune", "method": "qlora", "precision": "fp32"}, set()),
     ({"mode": "finetune", "method": "full", "model": "Qwen/Qwen2.5-7B-Instruct-AWQ"}, {"AWQ"}),
-    ({"vllm_utilization": 0.0}, set()),
+    ({"gpu_memory_utilization": 0.0}, set()),
     ({"engine": "vllm", "tp": 3, "gpu_count": 4}, set()),  # heads that tensor parallel cannot split
     ({"mode": "finetune", "gpu_count": 2, "zero": 2, "fsdp": True}, set()),
     ({"batch": 0}, set()),

@@ -6,9 +6,10 @@ the weight format, the engine and the hardware. ``schema_version`` lets storage 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 SCHEMA_VERSION = 1
 
@@ -23,6 +24,32 @@ MAX_TOKENS = 16 * 1024 * 1024
 #: with the count: 4,096 nodes x 4,096 GPUs (each allowed on its own) would be 16.7 million entries, past 120 s and
 #: 4 GB. 65,536 is above the largest training jobs published (Llama 3 405B: 16,384 GPUs) and costs under a second.
 MAX_TOTAL_GPUS = 65_536
+
+
+def option(
+    default: Any,
+    *,
+    label: str,
+    help: str,
+    group: str,
+    flag: str | None = None,
+    shown: str | None = None,
+    choices: dict[str, tuple[str, str]] | None = None,
+    **bounds: Any,
+) -> Any:
+    """One setting a user chooses, declared once: its default and bounds (pydantic's ``ge`` / ``gt`` / ``le`` /
+    ``lt``) and what the command line, the form and the comparison show for it (``vramdesk.core.options`` reads
+    these back as the option table).
+
+    ``label``: the form's label (``&`` marks the keyboard shortcut); ``help``: the tooltip and the command line's
+    help; ``group``: the form box it sits in ("model", "inference", "vllm", "llamacpp", "device_map", "finetune",
+    "hardware"; "hidden" = scripts and saved files only); ``flag``: the long option when it is not the field's
+    name (``--gpus`` for ``gpu_count``); ``shown``: the default in words when it is None ("auto", "all");
+    ``choices``: value -> (label, tip) for a choice the form names in words. Every text is English; the window
+    translates it."""
+    named: JsonDict = {str(k): [label_, tip] for k, (label_, tip) in (choices or {}).items()}
+    extra: JsonDict = {"group": group, "flag": flag, "shown": shown, "choices": named}
+    return Field(default, title=label, description=help, json_schema_extra=extra, **bounds)
 
 
 class _Frozen(BaseModel):
@@ -45,42 +72,157 @@ class ModelRef(_Frozen):
 
 
 class VllmOptions(_Frozen):
-    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
-    max_num_seqs: int = Field(default=256, ge=1, le=65536)
+    gpu_memory_utilization: float = option(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        label="GPU memory utilization",
+        help="Fraction of the GPU's memory vLLM takes for weights, activations and the KV pool",
+        group="vllm",
+    )
+    max_num_seqs: int = option(
+        256,
+        ge=1,
+        le=65536,
+        label="Max sequences",
+        help="Most sequences scheduled at once (--max-num-seqs)",
+        group="vllm",
+    )
     #: tokens per scheduler step; None = vLLM's default for its V1 engine (8192, at least max_model_len
     #: when chunked prefill is off)
-    max_num_batched_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    enforce_eager: bool = False
-    block_size: int = Field(default=16, ge=1, le=1024)
+    max_num_batched_tokens: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Max batched tokens",
+        help="vLLM: tokens per scheduler step",
+        group="hidden",
+        shown="8192",
+    )
+    enforce_eager: bool = option(
+        False,
+        label="enforce eager (no CUDA graphs)",
+        help="Skips CUDA graph capture: less memory, slower decoding",
+        group="vllm",
+    )
+    block_size: int = option(
+        16, ge=1, le=1024, label="Block size", help="vLLM: tokens per KV cache page", group="hidden"
+    )
 
 
 class LlamaCppOptions(_Frozen):
     #: layers offloaded to the GPU; None = all of them (-ngl 999)
-    n_gpu_layers: int | None = Field(default=None, ge=0, le=100000)
-    n_ubatch: int = Field(default=512, ge=1, le=MAX_TOKENS)
-    flash_attn: bool = True
-    swa_full: bool = False
+    n_gpu_layers: int | None = option(
+        None,
+        ge=0,
+        le=100000,
+        label="GPU layers",
+        help="Layers on the GPU (-ngl); all = every layer, the rest run from CPU memory",
+        group="llamacpp",
+        shown="all",
+    )
+    n_ubatch: int = option(
+        512,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Micro-batch",
+        help="Physical batch (-ub): sizes the compute buffer",
+        group="llamacpp",
+    )
+    flash_attn: bool = option(
+        True,
+        label="flash attention (-fa)",
+        help="Smaller compute buffer; also allows a quantized V cache",
+        group="llamacpp",
+    )
+    swa_full: bool = option(
+        False,
+        label="full SWA cache",
+        help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
+        group="hidden",
+    )
     #: several GPUs: "layer" divides the layers between them (the default); "row" splits every weight matrix by
     #: rows over all of them and keeps the KV cache and the compute buffer on the main GPU
-    split_mode: SplitMode = "layer"
+    split_mode: SplitMode = option(
+        "layer",
+        label="Split mode",
+        help="How several GPUs share the model (--split-mode)",
+        group="llamacpp",
+        choices={
+            "layer": ("layers", "Each GPU holds whole layers and their KV cache (the default)"),
+            "row": (
+                "rows",
+                "Every matrix is split by rows over the GPUs; the KV cache and the compute buffer stay on the main GPU",
+            ),
+        },
+    )
+
+
+#: the attention implementation, the same option in both workloads
+_ATTENTION: dict[str, Any] = {
+    "label": "&Attention",
+    "help": "The attention implementation: eager keeps n x n scores",
+    "group": "model",
+}
 
 
 class InferenceWorkload(_Frozen):
     kind: Literal["inference"] = "inference"
-    engine: Engine = "transformers"
-    attention: Attention = "sdpa"
-    batch: int = Field(default=1, ge=1, le=65536)
+    engine: Engine = option(
+        "transformers", label="&Engine", help="The inference engine: its memory rules differ", group="inference"
+    )
+    attention: Attention = option("sdpa", **_ATTENTION)
+    batch: int = option(1, ge=1, le=65536, label="&Batch", help="Sequences generated at once", group="inference")
     #: prompt tokens; None = min(model's context, 4096)
-    input_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    output_len: int = Field(default=512, ge=0, le=MAX_TOKENS)
-    kv_dtype: KvDtypeName = "auto"
+    input_len: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="&Input tokens",
+        help="Prompt tokens per sequence; auto = the model's context, at most 4,096",
+        group="inference",
+        shown="auto",
+    )
+    output_len: int = option(
+        512, ge=0, le=MAX_TOKENS, label="&Output tokens", help="Generated tokens per sequence", group="inference"
+    )
+    kv_dtype: KvDtypeName = option(
+        "auto",
+        label="&KV cache",
+        help="Data type of the KV cache (fp8 / q8_0 halve it)",
+        group="inference",
+        choices={"auto": ("auto (compute)", "")},
+    )
     #: transformers < 4.45 computed logits for every prompt position in generate(); newer keeps the last
-    full_prompt_logits: bool = False
+    full_prompt_logits: bool = option(
+        False,
+        label="logits for the whole prompt",
+        help="logits for every prompt position, as generate() did before transformers 4.45",
+        group="hidden",
+    )
     #: transformers device_map="auto": accelerate's max_memory per GPU for the weights (GiB); what does not fit
     #: on the GPUs goes to CPU memory, then to disk. None = no cap (an even layer split)
-    max_memory_gib: float | None = Field(default=None, gt=0.0, le=100_000.0)
+    max_memory_gib: float | None = option(
+        None,
+        gt=0.0,
+        le=100_000.0,
+        label="GPU memory cap",
+        help="accelerate's max_memory per GPU for the weights. Weights that do not fit spill to CPU memory, "
+        "then to disk, and cross PCIe on every forward; no cap = an even split over the GPUs",
+        group="device_map",
+        shown="no cap",
+    )
     #: accelerate's max_memory for "cpu" (GiB) before weights spill to disk; None = no cap
-    cpu_memory_gib: float | None = Field(default=None, ge=0.0, le=1_000_000.0)
+    cpu_memory_gib: float | None = option(
+        None,
+        ge=0.0,
+        le=1_000_000.0,
+        label="CPU memory cap",
+        help="accelerate's max_memory for the CPU: spilled weights beyond it go to disk (offload_folder). "
+        "0 GiB sends every spilled weight to disk; only matters with a max memory per GPU",
+        group="device_map",
+        shown="no cap",
+    )
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
 
@@ -120,42 +262,167 @@ SAVED_MODULES: dict[str, str] = {
 
 class FinetuneWorkload(_Frozen):
     kind: Literal["finetune"] = "finetune"
-    method: Method = "lora"
-    micro_batch: int = Field(default=1, ge=1, le=65536)
-    seq_len: int = Field(default=2048, ge=1, le=MAX_TOKENS)
+    method: Method = option(
+        "lora",
+        label="Me&thod",
+        help="Full fine-tuning or adapters (LoRA / QLoRA)",
+        group="finetune",
+        choices={"full": ("full", "")},
+    )
+    micro_batch: int = option(
+        1, ge=1, le=65536, label="Micro-batch", help="Sequences per forward/backward pass on each GPU", group="finetune"
+    )
+    seq_len: int = option(
+        2048, ge=1, le=MAX_TOKENS, label="Sequence length", help="Tokens per training sequence", group="finetune"
+    )
     #: unpacked batches whose length varies: their mean length (``seq_len`` is then the longest). None = every
     #: batch is ``seq_len`` long (packed, or padded to the maximum)
-    mean_seq_len: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
-    grad_accum: int = Field(default=1, ge=1, le=1_000_000)
-    optimizer: Optimizer = "adamw"
-    precision: TrainPrecision = "bf16"
-    grad_checkpointing: bool = True
+    mean_seq_len: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Mean length",
+        help="Unpacked batches of varying length: their mean length (the sequence length is then the longest). "
+        "Each new length leaves blocks of other sizes in PyTorch's cache, which nvidia-smi shows",
+        group="finetune",
+        shown="packed",
+    )
+    grad_accum: int = option(
+        1,
+        ge=1,
+        le=1_000_000,
+        label="Grad. accum.",
+        help="Micro-batches per optimizer step (no extra memory)",
+        group="finetune",
+    )
+    optimizer: Optimizer = option(
+        "adamw", label="O&ptimizer", help="The optimizer: its states are often the largest part", group="finetune"
+    )
+    precision: TrainPrecision = option("bf16", label="Precision", help="Training precision", group="finetune")
+    grad_checkpointing: bool = option(
+        True,
+        label="gradient checkpointing",
+        help="Recompute activations in backward: keeps one tensor per layer",
+        group="finetune",
+    )
     #: with checkpointing: checkpoint every k-th layer (torchtune's selective activation checkpointing); the
     #: layers in between keep all their activations. 1 = every layer
-    checkpoint_every: int = Field(default=1, ge=1, le=4096)
-    attention: Attention = "sdpa"
-    lora_rank: int = Field(default=16, ge=1, le=65536)
-    lora_targets: tuple[str, ...] = ("all-linear",)
+    checkpoint_every: int = option(
+        1,
+        ge=1,
+        le=4096,
+        label="Checkpoints",
+        help="Selective checkpointing (torchtune): checkpoint every k-th layer; the layers in between keep all "
+        "their activations, trading memory for less recomputation",
+        group="finetune",
+    )
+    attention: Attention = option("sdpa", **_ATTENTION)
+    lora_rank: int = option(
+        16, ge=1, le=65536, label="LoRA rank", help="LoRA rank r: adapter size grows linearly with it", group="finetune"
+    )
+    lora_targets: tuple[str, ...] = option(
+        ("all-linear",),
+        label="LoRA targets",
+        help="all-linear, or a comma list of modules: q,k,v,o,gate,up,down",
+        group="finetune",
+    )
     #: LoRA dropout probability (> 0 keeps a 1-byte mask per adapted input)
-    lora_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
+    lora_dropout: float = option(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        label="LoRA dropout",
+        help="LoRA dropout probability. Above 0, PEFT saves a 1-byte dropout mask per adapted input "
+        "element for backward: more activation memory",
+        group="finetune",
+    )
     #: DoRA (weight-decomposed LoRA): magnitude vectors and per-layer weight norms
-    dora: bool = False
+    dora: bool = option(
+        False,
+        label="DoRA (weight-decomposed LoRA)",
+        help="DoRA adds a magnitude vector per adapted matrix, keeps the base and rescaled outputs for "
+        "backward (4 B per adapted output) and builds one fp32 weight for its norm: more memory than LoRA",
+        group="finetune",
+    )
     #: chunked cross-entropy (torchtune's CEWithChunkedOutputLoss, Liger-style): the fp32 loss head per chunk
-    chunked_loss: bool = False
+    chunked_loss: bool = option(
+        False,
+        label="chunked cross-entropy",
+        help="Computes the loss in 8 chunks (torchtune, Liger): the fp32 log-softmax and its gradient exist "
+        "for one chunk at a time, so the loss head shrinks (most with large vocabularies)",
+        group="finetune",
+    )
     #: activations moved to CPU memory during the forward (torchtune / DeepSpeed activation offloading)
-    activation_offload: bool = False
+    activation_offload: bool = option(
+        False,
+        label="activation offloading",
+        help="Saved activations move to CPU memory during the forward (torchtune, DeepSpeed): the GPU keeps "
+        "about two layers' worth; the rest counts as host memory, and steps get slower",
+        group="finetune",
+    )
     #: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows segments in place, so its
     #: cache of free blocks (the reserved - allocated gap) stays small
-    expandable_segments: bool = False
+    expandable_segments: bool = option(
+        False,
+        label="expandable segments",
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: PyTorch's allocator grows its memory in place "
+        "instead of keeping blocks it cannot reuse, so nvidia-smi shows less above the allocated peak",
+        group="finetune",
+    )
     #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
-    modules_to_save: tuple[str, ...] = ()
+    modules_to_save: tuple[str, ...] = option(
+        (),
+        label="Trained in full",
+        help="Modules trained in full next to the adapters (peft modules_to_save)",
+        group="finetune",
+    )
     #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")
-    lora_bias: LoraBias = "none"
+    lora_bias: LoraBias = option(
+        "none",
+        label="LoRA bias",
+        help="peft LoRA bias: which bias vectors train (each with its gradient and optimizer states)",
+        group="finetune",
+        choices={
+            "none": ("none", "No bias trains (peft's default)"),
+            "all": ("all", "Every bias of the model trains"),
+            "lora_only": ("LoRA layers only", "Only the biases of the adapted layers train"),
+        },
+    )
     #: dtype of the adapters: fp32 (peft >= 0.12, autocast_adapter_dtype) or the base weights' dtype (older peft)
-    adapter_dtype: AdapterDtype = "fp32"
+    adapter_dtype: AdapterDtype = option(
+        "fp32",
+        label="Adapter dtype",
+        help="The dtype peft keeps the adapters in: fp32 since peft 0.12, the base weights' dtype before",
+        group="finetune",
+        choices={
+            "fp32": (
+                "fp32 (peft ≥ 0.12)",
+                "peft ≥ 0.12 upcasts the adapters to fp32 (autocast_adapter_dtype): 4 bytes a parameter",
+            ),
+            "base": (
+                "base dtype (older peft)",
+                "Older peft keeps the adapters in the base weights' dtype (2 bytes in bf16): smaller; "
+                "QLoRA adapters stay fp32",
+            ),
+        },
+    )
     #: a multimodal model's vision tower: loaded and frozen, trained (in full, or adapters on its linear layers),
     #: or absent (the text model class alone is loaded)
-    vision_tower: VisionTower = "frozen"
+    vision_tower: VisionTower = option(
+        "frozen",
+        label="Vision tower",
+        help="A multimodal model's vision tower; only for models that have one",
+        group="finetune",
+        choices={
+            "frozen": ("frozen", "Loaded and frozen: its weights count, no gradients or optimizer states"),
+            "trained": (
+                "trained",
+                "Trained with the language model (in full, or adapters on its linear layers): more "
+                "trainable parameters; its activations depend on the images and are not counted",
+            ),
+            "absent": ("not loaded", "Not loaded: the text model class alone (text-only training), no vision weights"),
+        },
+    )
 
     @field_validator("modules_to_save")
     @classmethod
@@ -195,10 +462,26 @@ Workload = Annotated[InferenceWorkload | FinetuneWorkload, Field(discriminator="
 
 class Hardware(_Frozen):
     #: GPU catalog name (e.g. "RTX 4090"); None = none chosen (detected GPUs may still be used)
-    gpu: str | None = None
-    gpu_count: int = Field(default=1, ge=1, le=4096)
+    gpu: str | None = option(
+        None,
+        label="&GPU",
+        help="The GPU to plan for: a detected one (free memory) or any from the catalog",
+        group="hardware",
+        shown="none",
+    )
+    gpu_count: int = option(
+        1, ge=1, le=4096, label="GPU &count", help="Number of GPUs of this kind", group="hardware", flag="gpus"
+    )
     #: machines, each with gpu_count GPUs (fine-tuning plans that outgrow one machine)
-    nodes: int = Field(default=1, ge=1, le=4096)
+    nodes: int = option(
+        1,
+        ge=1,
+        le=4096,
+        label="Machines",
+        help="Machines of this many GPUs each (fine-tuning): data parallel, ZeRO and FSDP spread over all of "
+        "them, tensor parallel stays inside one machine, host memory is per machine",
+        group="hardware",
+    )
 
     @model_validator(mode="after")
     def _bounded_total(self) -> Hardware:
@@ -212,21 +495,90 @@ class Hardware(_Frozen):
 
 
 class Parallelism(_Frozen):
-    tp: int = Field(default=1, ge=1, le=4096)
-    pp: int = Field(default=1, ge=1, le=4096)
-    zero: Literal[0, 1, 2, 3] = 0
-    fsdp: bool = False
+    tp: int = option(
+        1,
+        ge=1,
+        le=4096,
+        label="Tensor parallel",
+        help="Tensor parallel: each layer split across this many GPUs",
+        group="hardware",
+    )
+    pp: int = option(
+        1,
+        ge=1,
+        le=4096,
+        label="Pipeline parallel",
+        help="Pipeline parallel: the layers split into this many stages",
+        group="hardware",
+    )
+    zero: Literal[0, 1, 2, 3] = option(
+        0, label="ZeRO", help="DeepSpeed ZeRO stage (fine-tuning on several GPUs)", group="hardware"
+    )
+    fsdp: bool = option(
+        False,
+        label="FSDP",
+        help="PyTorch FSDP: shards the model over the GPUs (full sharding is like ZeRO-3)",
+        group="hardware",
+    )
     #: FSDP sharding: full (parameters, gradients, states), shard-grad-op (gradients and states, like ZeRO-2),
     #: hybrid (full sharding inside each node, replicas across nodes)
-    fsdp_strategy: FsdpStrategy = "full"
+    fsdp_strategy: FsdpStrategy = option(
+        "full",
+        label="FSDP strategy",
+        help="FSDP sharding strategy (FSDP only)",
+        group="hardware",
+        choices={
+            "full": ("full shard", "FULL_SHARD: parameters, gradients and optimizer states sharded (like ZeRO-3)"),
+            "shard-grad-op": (
+                "shard grad/op",
+                "SHARD_GRAD_OP: gradients and optimizer states sharded, every GPU keeps all the parameters "
+                "(like ZeRO-2): more memory, less communication",
+            ),
+            "hybrid": ("hybrid shard", "HYBRID_SHARD: full sharding inside each node, a replica per node"),
+        },
+    )
     #: FSDP1 (FullyShardedDataParallel, flat parameters; accelerate's default) or FSDP2 (fully_shard, per-parameter
     #: DTensors): with LoRA they differ in what frozen layers keep for backward
-    fsdp_version: Literal[1, 2] = 1
+    fsdp_version: Literal[1, 2] = option(
+        1,
+        label="FSDP version",
+        help="FSDP version (FSDP only)",
+        group="hardware",
+        choices={
+            "1": (
+                "FSDP1",
+                "FullyShardedDataParallel (accelerate's default): with LoRA, frozen layers keep their inputs for "
+                "backward as in a full fine-tune",
+            ),
+            "2": ("FSDP2", "fully_shard (per-parameter sharding): frozen layers keep only what LoRA needs"),
+        },
+    )
     #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
-    zero_bucket: int | None = Field(default=None, ge=1, le=10**12)
+    zero_bucket: int | None = option(
+        None,
+        ge=1,
+        le=10**12,
+        label="ZeRO bucket",
+        help="DeepSpeed reduce_bucket_size in elements (ZeRO only): the gradient buckets are this large; "
+        "default = DeepSpeed's 500,000,000",
+        group="hardware",
+        shown="default (5e8)",
+    )
     #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
-    zero_overlap_comm: bool | None = None
-    offload: Offload = "none"
+    zero_overlap_comm: bool | None = option(
+        None,
+        label="overlap_comm",
+        help="DeepSpeed overlap_comm (ZeRO only)",
+        group="hardware",
+        shown="default",
+    )
+    offload: Offload = option(
+        "none",
+        label="Offload",
+        help="Move optimizer states or parameters to CPU memory",
+        group="hardware",
+        choices={"none": ("off", ""), "optimizer": ("optimizer states", ""), "params": ("parameters", "")},
+    )
 
 
 class Scenario(_Frozen):
@@ -234,7 +586,13 @@ class Scenario(_Frozen):
     name: str | None = Field(default=None, max_length=200)
     model: ModelRef
     #: weight storage format; "auto" = the checkpoint's own (its quantization_config, else its dtype)
-    weights: str = "auto"
+    weights: str = option(
+        "auto",
+        label="&Weights",
+        help="How the weights are stored in memory",
+        group="model",
+        choices={"auto": ("auto (checkpoint)", "")},
+    )
     workload: Workload = InferenceWorkload()
     hardware: Hardware = Hardware()
     parallelism: Parallelism = Parallelism()

@@ -816,13 +816,13 @@ class WorkloadForm(QWidget):
             input_len=self.input_spin.value() or None,
             output_len=self.output_spin.value(),
             kv_dtype=str(self.kv_combo.currentData()),
-            vllm_utilization=round(self.vllm_util_spin.value(), 4),
-            vllm_max_seqs=self.vllm_seqs_spin.value(),
-            vllm_enforce_eager=self.vllm_eager_check.isChecked(),
-            llama_gpu_layers=None if ngl < 0 else ngl,
-            llama_ubatch=self.llama_ubatch_spin.value(),
-            llama_flash_attn=self.llama_fa_check.isChecked(),
-            llama_split_mode=str(self.llama_split_combo.currentData()),
+            gpu_memory_utilization=round(self.vllm_util_spin.value(), 4),
+            max_num_seqs=self.vllm_seqs_spin.value(),
+            enforce_eager=self.vllm_eager_check.isChecked(),
+            n_gpu_layers=None if ngl < 0 else ngl,
+            n_ubatch=self.llama_ubatch_spin.value(),
+            flash_attn=self.llama_fa_check.isChecked(),
+            split_mode=str(self.llama_split_combo.currentData()),
             max_memory_gib=max_memory if max_memory > 0 else None,
             cpu_memory_gib=cpu_memory if cpu_memory >= 0 else None,
             method=str(self.method_combo.currentData()),
@@ -874,13 +874,13 @@ class WorkloadForm(QWidget):
             self.batch_spin.setValue(form.batch)
             self.input_spin.setValue(form.input_len or 0)
             self.output_spin.setValue(form.output_len)
-            self.vllm_util_spin.setValue(form.vllm_utilization)
-            self.vllm_seqs_spin.setValue(form.vllm_max_seqs)
-            self.vllm_eager_check.setChecked(form.vllm_enforce_eager)
-            self.llama_ngl_spin.setValue(-1 if form.llama_gpu_layers is None else form.llama_gpu_layers)
-            self.llama_ubatch_spin.setValue(form.llama_ubatch)
-            self.llama_fa_check.setChecked(form.llama_flash_attn)
-            select(self.llama_split_combo, form.llama_split_mode)
+            self.vllm_util_spin.setValue(form.gpu_memory_utilization)
+            self.vllm_seqs_spin.setValue(form.max_num_seqs)
+            self.vllm_eager_check.setChecked(form.enforce_eager)
+            self.llama_ngl_spin.setValue(-1 if form.n_gpu_layers is None else form.n_gpu_layers)
+            self.llama_ubatch_spin.setValue(form.n_ubatch)
+            self.llama_fa_check.setChecked(form.flash_attn)
+            select(self.llama_split_combo, form.split_mode)
             self.max_memory_spin.setValue(form.max_memory_gib or 0.0)
             self.cpu_memory_spin.setValue(-1.0 if form.cpu_memory_gib is None else form.cpu_memory_gib)
             select(self.method_combo, form.method)

@@ -7,7 +7,7 @@ window stays a thin layer that copies these values into widgets.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -16,6 +16,7 @@ from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
+from vramdesk.core.options import Option, options
 from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import (
     AdapterDtype,
@@ -123,15 +124,15 @@ class FormValues:
     output_len: int = 512
     kv_dtype: str = "auto"
     # vLLM
-    vllm_utilization: float = 0.9
-    vllm_max_seqs: int = 256
-    vllm_enforce_eager: bool = False
+    gpu_memory_utilization: float = 0.9
+    max_num_seqs: int = 256
+    enforce_eager: bool = False
     # llama.cpp; None = every layer on the GPU
-    llama_gpu_layers: int | None = None
-    llama_ubatch: int = 512
-    llama_flash_attn: bool = True
+    n_gpu_layers: int | None = None
+    n_ubatch: int = 512
+    flash_attn: bool = True
     #: several GPUs: "layer" (layers per GPU) or "row" (every matrix split by rows)
-    llama_split_mode: str = "layer"
+    split_mode: str = "layer"
     # transformers device_map="auto": None = no cap
     max_memory_gib: float | None = None
     cpu_memory_gib: float | None = None
@@ -183,63 +184,51 @@ class FormValues:
 DETECTED_PREFIX = "detected:"
 
 
+#: the form's fields that are scenario options (core/options.py), by name; the others (model, mode) are the form's
+_FORM_OPTIONS: dict[str, Option] = {o.name: o for o in options() if o.name in {f.name for f in fields(FormValues)}}
+
+
 def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormValues:
-    """The form for ``scenario``; ``gpu_key`` replaces the GPU name (a detected GPU the user picked)."""
-    inf = scenario.workload if isinstance(scenario.workload, InferenceWorkload) else InferenceWorkload()
-    ft = scenario.workload if isinstance(scenario.workload, FinetuneWorkload) else FinetuneWorkload()
-    par = scenario.parallelism
-    return FormValues(
+    """The form for ``scenario``; ``gpu_key`` replaces the GPU name (a detected GPU the user picked). The tab
+    that is not the scenario's shows its workload's defaults."""
+    data = scenario.model_dump()
+    defaults = {"inference": InferenceWorkload().model_dump(), "finetune": FinetuneWorkload().model_dump()}
+    sources = {
+        kind: {**data, "workload": data["workload"] if scenario.workload.kind == kind else work}
+        for kind, work in defaults.items()
+    }
+    values = {name: opt.get(sources[opt.mode] if opt.mode else data) for name, opt in _FORM_OPTIONS.items()}
+    values.update(
         model=scenario.model.id,
         mode=scenario.workload.kind,
-        engine=inf.engine,
-        weights=scenario.weights,
-        attention=scenario.workload.attention,
-        batch=inf.batch,
-        input_len=inf.input_len,
-        output_len=inf.output_len,
-        kv_dtype=inf.kv_dtype,
-        vllm_utilization=inf.vllm.gpu_memory_utilization,
-        vllm_max_seqs=inf.vllm.max_num_seqs,
-        vllm_enforce_eager=inf.vllm.enforce_eager,
-        llama_gpu_layers=inf.llamacpp.n_gpu_layers,
-        llama_ubatch=inf.llamacpp.n_ubatch,
-        llama_flash_attn=inf.llamacpp.flash_attn,
-        llama_split_mode=inf.llamacpp.split_mode,
-        max_memory_gib=inf.max_memory_gib,
-        cpu_memory_gib=inf.cpu_memory_gib,
-        method=ft.method,
-        micro_batch=ft.micro_batch,
-        seq_len=ft.seq_len,
-        grad_accum=ft.grad_accum,
-        optimizer=ft.optimizer,
-        precision=ft.precision,
-        grad_checkpointing=ft.grad_checkpointing,
-        checkpoint_every=ft.checkpoint_every,
-        mean_seq_len=ft.mean_seq_len or 0,
-        lora_rank=ft.lora_rank,
-        lora_targets=",".join(ft.lora_targets),
-        lora_dropout=ft.lora_dropout,
-        dora=ft.dora,
-        chunked_loss=ft.chunked_loss,
-        activation_offload=ft.activation_offload,
-        expandable_segments=ft.expandable_segments,
-        modules_to_save=ft.modules_to_save,
-        lora_bias=ft.lora_bias,
-        adapter_dtype=ft.adapter_dtype,
-        vision_tower=ft.vision_tower,
-        tp=par.tp,
-        pp=par.pp,
-        zero=par.zero,
-        fsdp=par.fsdp,
-        fsdp_strategy=par.fsdp_strategy,
-        fsdp_version=par.fsdp_version,
-        zero_bucket=par.zero_bucket,
-        zero_overlap_comm=par.zero_overlap_comm,
-        offload=par.offload,
+        lora_targets=",".join(values["lora_targets"]),
+        mean_seq_len=values["mean_seq_len"] or 0,
         gpu=gpu_key or scenario.hardware.gpu,
-        gpu_count=scenario.hardware.gpu_count,
-        nodes=scenario.hardware.nodes,
     )
+    return FormValues(**values)
+
+
+def _form_value(form: FormValues, name: str, work: Mapping[str, Any], detected: Mapping[str, GpuSpec] | None) -> Any:
+    """One form field as the scenario holds it (the form's own spelling of a few options differs)."""
+    value = getattr(form, name)
+    adapters = form.method != "full"
+    if name == "lora_targets":
+        return tuple(t.strip() for t in form.lora_targets.split(",") if t.strip()) or ("all-linear",)
+    if name == "mean_seq_len":
+        return form.mean_seq_len or None
+    if name == "modules_to_save":
+        # the core rejects it for a full fine-tune (it trains every module already); the form keeps it
+        saved = tuple(form.modules_to_save) if adapters else ()
+        kept = tuple(work.get("modules_to_save") or ())
+        return kept if set(saved) == set(kept) else saved  # the same modules: keep the scenario's order
+    if name == "lora_bias":
+        return form.lora_bias if adapters else "none"
+    if name == "nodes":
+        # several machines are a fine-tuning plan's: an inference plan runs on one
+        return form.nodes if form.mode == "finetune" else 1
+    if name == "gpu" and value is not None and detected and value in detected:
+        return detected[value].name
+    return value
 
 
 def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, GpuSpec] | None = None) -> Scenario:
@@ -249,90 +238,14 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
     Inference and Fine-tune tabs keeps the other workload's fields where ``base`` has them.
     """
     data: dict[str, Any] = base.model_dump()
-    model = dict(data["model"])
-    if model["id"] != form.model:
-        model = {"id": form.model, "revision": None}
-    data["model"] = model
+    if data["model"]["id"] != form.model:
+        data["model"] = {"id": form.model, "revision": None}
     data["weights"] = form.weights
     old: dict[str, Any] = data["workload"]
-    if form.mode == "finetune":
-        work: dict[str, Any] = dict(old) if old.get("kind") == "finetune" else {"kind": "finetune"}
-        targets = tuple(t.strip() for t in form.lora_targets.split(",") if t.strip()) or ("all-linear",)
-        adapters = form.method != "full"
-        saved = tuple(form.modules_to_save) if adapters else ()
-        if set(saved) == set(work.get("modules_to_save") or ()):
-            saved = tuple(work.get("modules_to_save") or ())  # the same modules: keep the scenario's order
-        work.update(
-            method=form.method,
-            micro_batch=form.micro_batch,
-            seq_len=form.seq_len,
-            grad_accum=form.grad_accum,
-            optimizer=form.optimizer,
-            precision=form.precision,
-            grad_checkpointing=form.grad_checkpointing,
-            checkpoint_every=form.checkpoint_every,
-            mean_seq_len=form.mean_seq_len or None,
-            attention=form.attention,
-            lora_rank=form.lora_rank,
-            lora_targets=targets,
-            lora_dropout=form.lora_dropout,
-            dora=form.dora,
-            chunked_loss=form.chunked_loss,
-            activation_offload=form.activation_offload,
-            expandable_segments=form.expandable_segments,
-            # the core rejects both for a full fine-tune (it trains every module already); the form keeps them
-            modules_to_save=saved,
-            lora_bias=form.lora_bias if adapters else "none",
-            adapter_dtype=form.adapter_dtype,
-            vision_tower=form.vision_tower,
-        )
-    else:
-        work = dict(old) if old.get("kind", "inference") == "inference" else {"kind": "inference"}
-        vllm: dict[str, Any] = dict(work.get("vllm") or {})
-        vllm.update(
-            gpu_memory_utilization=form.vllm_utilization,
-            max_num_seqs=form.vllm_max_seqs,
-            enforce_eager=form.vllm_enforce_eager,
-        )
-        llama: dict[str, Any] = dict(work.get("llamacpp") or {})
-        llama.update(
-            n_gpu_layers=form.llama_gpu_layers,
-            n_ubatch=form.llama_ubatch,
-            flash_attn=form.llama_flash_attn,
-            split_mode=form.llama_split_mode,
-        )
-        work.update(
-            engine=form.engine,
-            attention=form.attention,
-            batch=form.batch,
-            input_len=form.input_len,
-            output_len=form.output_len,
-            kv_dtype=form.kv_dtype,
-            max_memory_gib=form.max_memory_gib,
-            cpu_memory_gib=form.cpu_memory_gib,
-            vllm=vllm,
-            llamacpp=llama,
-        )
-    data["workload"] = work
-    data["parallelism"] = {
-        **data["parallelism"],
-        "tp": form.tp,
-        "pp": form.pp,
-        "zero": form.zero,
-        "fsdp": form.fsdp,
-        "fsdp_strategy": form.fsdp_strategy,
-        "fsdp_version": form.fsdp_version,
-        "zero_bucket": form.zero_bucket,
-        "zero_overlap_comm": form.zero_overlap_comm,
-        "offload": form.offload,
-    }
-    gpu = form.gpu
-    if gpu is not None and detected and gpu in detected:
-        gpu = detected[gpu].name
-    # fields of the hardware the form does not show are kept
-    # (several machines are a fine-tuning plan's: an inference plan runs on one)
-    nodes = form.nodes if form.mode == "finetune" else 1
-    data["hardware"] = {**data["hardware"], "gpu": gpu, "gpu_count": form.gpu_count, "nodes": nodes}
+    data["workload"] = dict(old) if old.get("kind", "inference") == form.mode else {"kind": form.mode}
+    for name, opt in _FORM_OPTIONS.items():
+        if opt.mode in (None, form.mode):
+            opt.put(data, _form_value(form, name, old, detected))
     return Scenario.model_validate(data)
 
 
