@@ -30,7 +30,7 @@ from vramdesk.core.checkpoint import (
     parse_gguf_header,
     parse_safetensors_header,
 )
-from vramdesk.core.dtypes import FormatError
+from vramdesk.core.dtype_names import FormatError
 from vramdesk.core.estimate import MAX_PLAN_BYTES, EstimateError, estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.jsonsafe import JsonError, loads

@@ -9,30 +9,18 @@ import codeshape
 
 #: path -> lines today
 LONG_MODULES: dict[str, int] = {
-    "vramdesk/core/dtypes.py": 1698,
     "vramdesk/ui/main_window.py": 1604,
-    "vramdesk/core/training.py": 1219,
-    "vramdesk/core/architecture.py": 1126,
     "vramdesk/ui/forms.py": 943,
-    "vramdesk/core/solve.py": 929,
-    "vramdesk/core/inference.py": 810,
+    "vramdesk/core/solve.py": 924,
     "vramdesk/core/checkpoint.py": 803,
 }
 
 #: path:function -> lines today
 LONG_FUNCTIONS: dict[str, int] = {
     "vramdesk/ui/forms.py:WorkloadForm.__init__": 477,
-    "vramdesk/core/training.py:training_phases": 447,
-    "vramdesk/core/inference.py:llamacpp_run": 179,
-    "vramdesk/core/training.py:what_trains": 178,
-    "vramdesk/core/estimate.py:_estimate_training": 172,
-    "vramdesk/core/dtypes.py:gguf_mix_type": 161,
-    "vramdesk/core/inference.py:_transformers_gpu": 160,
     "vramdesk/ui/main_window.py:MainWindow._build_results": 150,
-    "vramdesk/core/training.py:activations": 149,
-    "vramdesk/core/estimate.py:_estimate": 146,
-    "vramdesk/core/inference.py:vllm_run": 127,
-    "vramdesk/core/performance.py:_inference": 125,
+    "vramdesk/core/estimate.py:_estimate": 140,
+    "vramdesk/core/performance.py:_inference": 123,
     "vramdesk/core/solve.py:smallest_changes": 125,
     "vramdesk/core/performance.py:_training": 122,
 }

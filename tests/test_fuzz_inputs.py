@@ -44,8 +44,9 @@ from fuzzinputs import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vramdesk.core.architecture import ConfigError, normalize
+from vramdesk.core.architecture import ConfigError
 from vramdesk.core.checkpoint import CheckpointError, parse_safetensors_header
+from vramdesk.core.config_readers import normalize
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.jsonsafe import JsonError, loads

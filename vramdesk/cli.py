@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from vramdesk import __version__
 from vramdesk.core import jsonsafe
 from vramdesk.core.architecture import ConfigError
-from vramdesk.core.dtypes import FormatError
+from vramdesk.core.dtype_names import FormatError
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import GIB
 from vramdesk.core.options import Option, by_flag, options

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from vramdesk.core.architecture import AttentionKind, ConfigError, normalize
+from vramdesk.core.architecture import AttentionKind, ConfigError
+from vramdesk.core.config_readers import normalize
 from vramdesk.core.facts import model_facts
 from vramdesk.services.catalog import default_catalog
 

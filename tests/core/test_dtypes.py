@@ -7,21 +7,10 @@ import math
 
 import pytest
 
-from vramdesk.core.dtypes import (
-    DTYPE_BYTES,
-    GGUF_TYPE_IDS,
-    GGUF_TYPES,
-    FormatError,
-    GgufModelInfo,
-    WeightFormat,
-    format_from_quantization_config,
-    gguf_mix_type,
-    gguf_tensor_bytes,
-    known_weight_formats,
-    kv_bits,
-    normalize_dtype,
-    parse_weight_format,
-)
+from vramdesk.core.dtype_names import DTYPE_BYTES, FormatError, kv_bits, normalize_dtype
+from vramdesk.core.gguf import GGUF_TYPE_IDS, GGUF_TYPES, GgufModelInfo, gguf_mix_type, gguf_tensor_bytes
+from vramdesk.core.quant_config import format_from_quantization_config
+from vramdesk.core.weight_format import WeightFormat, known_weight_formats, parse_weight_format
 
 SQ = (4096, 4096)
 N_SQ = 4096 * 4096

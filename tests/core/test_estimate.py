@@ -120,7 +120,8 @@ def test_weight_formats_for_llama_8b(weights: str, lo: float, hi: float) -> None
             default_catalog()
             .facts("meta-llama/Llama-3.1-8B")
             .weights(
-                __import__("vramdesk.core.dtypes", fromlist=["x"]).parse_weight_format(weights), frozenset({"text"})
+                __import__("vramdesk.core.weight_format", fromlist=["x"]).parse_weight_format(weights),
+                frozenset({"text"}),
             )
             .embedding
         )
@@ -252,7 +253,7 @@ def test_vllm_verdict_uses_the_requests_against_the_utilisation_budget() -> None
 
 @pytest.mark.parametrize("weights", ["bf16", "gptq-int4", "awq-int4", "nf4-dq", "int8", "fp8-block", "q4_k_m"])
 def test_weight_pricing_equals_a_tensor_by_tensor_sum(weights: str) -> None:
-    from vramdesk.core.dtypes import parse_weight_format
+    from vramdesk.core.weight_format import parse_weight_format
     from vramdesk.core.weights import gguf_name, weight_bytes
 
     facts = default_catalog().facts("Qwen/Qwen3-30B-A3B")
@@ -374,8 +375,8 @@ def test_vllm_refuses_a_tensor_parallel_size_it_cannot_shard() -> None:
 
 
 def test_device_map_max_memory_fills_gpus_in_order_then_spills_to_cpu_and_disk() -> None:
-    from vramdesk.core.dtypes import parse_weight_format
     from vramdesk.core.parallel import place_weights
+    from vramdesk.core.weight_format import parse_weight_format
 
     cat = default_catalog()
     model = "Qwen/Qwen3-8B"

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from vramdesk.core.architecture import AttentionKind
+from vramdesk.core.engines import ENGINES
 from vramdesk.core.kv import plan_kv, tokens_kept
 from vramdesk.services.catalog import default_catalog
+
+TRANSFORMERS, VLLM, LLAMACPP = ENGINES["transformers"], ENGINES["vllm"], ENGINES["llamacpp"]
 
 
 def _arch(model_id: str):  # type: ignore[no-untyped-def]
@@ -14,7 +17,7 @@ def _arch(model_id: str):  # type: ignore[no-untyped-def]
 
 
 def _per_token(model_id: str, engine: str, tokens: int = 1 << 20, bits: float = 16) -> float:
-    plan = plan_kv(_arch(model_id), engine, tokens=tokens, seqs=1, kv_bits=bits, compute_bytes=2)
+    plan = plan_kv(_arch(model_id), ENGINES[engine], tokens=tokens, seqs=1, kv_bits=bits, compute_bytes=2)
     return plan.bytes_per_token_all_layers
 
 
@@ -40,19 +43,19 @@ def test_hybrid_linear_attention_counts_only_full_layers_plus_constant_state() -
     arch = _arch("Qwen/Qwen3-Next-80B-A3B-Thinking")
     assert arch.count(AttentionKind.LINEAR) == 36 and arch.count(AttentionKind.FULL) == 12
     assert _per_token("Qwen/Qwen3-Next-80B-A3B-Thinking", "vllm") == 12 * 2 * 256 * 2 * 2  # 24 KiB, not 96
-    short = plan_kv(arch, "vllm", tokens=16, seqs=1, kv_bits=16, compute_bytes=2)
-    long = plan_kv(arch, "vllm", tokens=65536, seqs=1, kv_bits=16, compute_bytes=2)
+    short = plan_kv(arch, VLLM, tokens=16, seqs=1, kv_bits=16, compute_bytes=2)
+    long = plan_kv(arch, VLLM, tokens=65536, seqs=1, kv_bits=16, compute_bytes=2)
     assert short.state_bytes == long.state_bytes > 0  # constant per sequence
     # 36 layers x recurrent 32 x 128 x 128 fp32 + conv (kernel-1) x conv_dim x bf16
     assert short.state_bytes_per_sequence == 36 * (32 * 128 * 128 * 4 + 3 * (2 * 16 * 128 + 32 * 128) * 2)
-    two = plan_kv(arch, "vllm", tokens=16, seqs=2, kv_bits=16, compute_bytes=2)
+    two = plan_kv(arch, VLLM, tokens=16, seqs=2, kv_bits=16, compute_bytes=2)
     assert two.state_bytes == 2 * short.state_bytes
 
 
 def test_pure_linear_layer_has_no_kv() -> None:
     arch = _arch("Qwen/Qwen3.5-27B")
     lin = [layer for layer in arch.layers if layer.attention == AttentionKind.LINEAR]
-    plan = plan_kv(arch, "transformers", tokens=1000, seqs=1, kv_bits=16, compute_bytes=2, layers=tuple(lin))
+    plan = plan_kv(arch, TRANSFORMERS, tokens=1000, seqs=1, kv_bits=16, compute_bytes=2, layers=tuple(lin))
     assert plan.kv_bytes == 0 and plan.state_bytes > 0
 
 
@@ -64,7 +67,7 @@ def test_gpt_oss_alternation_and_vllm_pool_accounting() -> None:
     # vLLM reports pool capacity as if every layer paid every token: 36 x 8 x 64 x 2 x 2 B (hf-mem #60)
     assert _per_token("openai/gpt-oss-120b", "vllm") == 73728
     # what a long sequence really costs: full layers grow, sliding layers stay at the window
-    plan = plan_kv(arch, "transformers", tokens=100_000, seqs=1, kv_bits=16, compute_bytes=2)
+    plan = plan_kv(arch, TRANSFORMERS, tokens=100_000, seqs=1, kv_bits=16, compute_bytes=2)
     assert plan.bytes_per_token_growing == 18 * 8 * 64 * 2 * 2
     assert plan.kv_bytes == 18 * 2048 * 100_000 + 18 * 2048 * 128
 
@@ -72,13 +75,13 @@ def test_gpt_oss_alternation_and_vllm_pool_accounting() -> None:
 def test_sliding_window_rules_per_engine() -> None:
     layer = next(x for x in _arch("google/gemma-2-9b-it").layers if x.attention == AttentionKind.SLIDING)
     assert layer.window == 4096
-    assert tokens_kept(layer, "transformers", 100_000, 1) == 4096
+    assert tokens_kept(layer, TRANSFORMERS, 100_000, 1) == 4096
     # vLLM: window - 1 + max_num_batched_tokens, in 16-token pages, plus one page
-    assert tokens_kept(layer, "vllm", 100_000, 1, batched_tokens=8192) == 12288 + 16
+    assert tokens_kept(layer, VLLM, 100_000, 1, batched_tokens=8192) == 12288 + 16
     # llama.cpp: min(n_ctx, window x seqs + ubatch) padded to 256 cells
-    assert tokens_kept(layer, "llamacpp", 100_000, 1, n_ubatch=512) == 4608
-    assert tokens_kept(layer, "llamacpp", 100_000, 1, n_ubatch=512, swa_full=True) == 100_096
-    assert tokens_kept(layer, "transformers", 1000, 1) == 1000
+    assert tokens_kept(layer, LLAMACPP, 100_000, 1, n_ubatch=512) == 4608
+    assert tokens_kept(layer, LLAMACPP, 100_000, 1, n_ubatch=512, swa_full=True) == 100_096
+    assert tokens_kept(layer, TRANSFORMERS, 1000, 1) == 1000
 
 
 def test_qwen2_sliding_window_ignored_unless_enabled() -> None:
@@ -105,12 +108,12 @@ def test_kv_monotone_in_tokens_and_sequences() -> None:
     arch = _arch("google/gemma-2-2b-it")
     prev = -1
     for tokens in (1, 100, 4096, 5000, 70000):
-        for engine in ("transformers", "vllm", "llamacpp"):
+        for engine in (TRANSFORMERS, VLLM, LLAMACPP):
             plan = plan_kv(arch, engine, tokens=tokens, seqs=1, kv_bits=16, compute_bytes=2)
             assert plan.kv_bytes >= 0
-        cur = plan_kv(arch, "transformers", tokens=tokens, seqs=1, kv_bits=16, compute_bytes=2).kv_bytes
+        cur = plan_kv(arch, TRANSFORMERS, tokens=tokens, seqs=1, kv_bits=16, compute_bytes=2).kv_bytes
         assert cur >= prev
         prev = cur
-    one = plan_kv(arch, "transformers", tokens=4096, seqs=1, kv_bits=16, compute_bytes=2).kv_bytes
-    three = plan_kv(arch, "transformers", tokens=4096, seqs=3, kv_bits=16, compute_bytes=2).kv_bytes
+    one = plan_kv(arch, TRANSFORMERS, tokens=4096, seqs=1, kv_bits=16, compute_bytes=2).kv_bytes
+    three = plan_kv(arch, TRANSFORMERS, tokens=4096, seqs=3, kv_bits=16, compute_bytes=2).kv_bytes
     assert three == 3 * one

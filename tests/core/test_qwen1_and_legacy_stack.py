@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from qwen1config import QWEN7B
 
-from vramdesk.core.architecture import ConfigError, normalize
-from vramdesk.core.dtypes import parse_weight_format
+from vramdesk.core.architecture import ConfigError
+from vramdesk.core.config_readers import normalize
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
+from vramdesk.core.weight_format import parse_weight_format
 from vramdesk.services.catalog import default_catalog
 
 LLAMA = "meta-llama/Llama-3.1-8B"

@@ -665,7 +665,7 @@ def test_step_temporaries_larger_than_any_cached_block_take_new_segments() -> No
 
 
 def test_step_new_segments_per_optimizer() -> None:
-    from vramdesk.core.training import step_new_segments
+    from vramdesk.core.training_transients import step_new_segments
 
     sizes, block = [1000, 600, 10], 1000  # elements; a 1,000-byte cached block
     assert step_new_segments("adamw", sizes, 2, block) == (2000 + 1200, 2)

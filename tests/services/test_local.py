@@ -18,7 +18,6 @@ from fakehub import (
     tiny_llama_tensors,
 )
 
-from vramdesk.core.architecture import normalize
 from vramdesk.core.checkpoint import (
     CheckpointError,
     classify,
@@ -28,6 +27,7 @@ from vramdesk.core.checkpoint import (
     tensors_from_gguf,
     tensors_from_safetensors,
 )
+from vramdesk.core.config_readers import normalize
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog

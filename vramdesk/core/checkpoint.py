@@ -28,7 +28,7 @@ from typing import Any
 
 from . import jsonsafe
 from .architecture import Architecture
-from .dtypes import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
+from .gguf import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
 from .inventory import Tensor
 
 

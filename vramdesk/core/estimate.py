@@ -4,21 +4,17 @@ from __future__ import annotations
 
 from . import constants as K
 from .architecture import Architecture
-from .dtypes import (
-    DTYPE_BYTES,
-    FormatError,
-    WeightFormat,
-    format_from_quantization_config,
-    kv_bits,
-    parse_weight_format,
-)
+from .dtype_names import DTYPE_BYTES, FormatError, kv_bits
+from .engines import Context, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
-from .inference import Context, EngineRun, llamacpp_run, torch_context, transformers_run, vllm_run, vllm_tp_problem
+from .quant_config import format_from_quantization_config
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
-from .training import TRAINABLE_BASES, TrainingError, training_phases
+from .training import TrainingRun, training_phases
+from .training_plan import TRAINABLE_BASES, TrainingError
+from .weight_format import WeightFormat, parse_weight_format
 from .weights import stored_weight_bytes
 
 
@@ -72,8 +68,8 @@ def _compute_bytes(fmt: WeightFormat) -> int:
 def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple[float, str]:
     name: str = work.kv_dtype
     if name == "auto":
-        if work.engine == "llamacpp":
-            name = "fp16"
+        if (auto := engine(work.engine).auto_kv_dtype) is not None:
+            name = auto
         else:
             name = (
                 "fp32"
@@ -137,10 +133,10 @@ def _estimate(
     work = scenario.workload
     if not isinstance(work, InferenceWorkload):
         return _estimate_training(scenario, work, facts, gpu, headroom_fraction)
-    arch = facts.arch
+    arch, eng = facts.arch, engine(work.engine)
     fmt, on_the_fly = resolve_format(scenario, arch)
     # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
-    parts = frozenset({"text", "vision"} if work.engine != "llamacpp" else {"text"})
+    parts = frozenset({"text", "vision"} if eng.loads_vision else {"text"})
     weights_label = fmt.label
     stored_kind = fmt.kind
     if scenario.weights == "auto" and facts.checkpoint is not None:
@@ -159,7 +155,7 @@ def _estimate(
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     warnings = list(arch.warnings)
     spread = scenario.parallelism.tp * scenario.parallelism.pp
-    if spread > scenario.hardware.gpu_count and work.engine != "vllm":
+    if spread > scenario.hardware.gpu_count and not eng.serves_across_machines:
         raise EstimateError(
             f"{work.engine} serves on one machine: tp {scenario.parallelism.tp} x pp {scenario.parallelism.pp} needs "
             f"{spread} GPUs, more than its {scenario.hardware.gpu_count}; vLLM spreads pipeline stages over machines"
@@ -181,7 +177,7 @@ def _estimate(
         warnings.append(
             f"input + output = {total_len:,} tokens exceeds the model's max_position_embeddings ({arch.max_position:,})"
         )
-    if fmt.kind == "gguf" and work.engine != "llamacpp":
+    if fmt.kind == "gguf" and not eng.runs_gguf:
         warnings.append(f"{work.engine} dequantises GGUF files on load; the weights are priced as the GGUF stores them")
     gpu_count = scenario.hardware.gpu_count
     ctx = Context(
@@ -201,16 +197,10 @@ def _estimate(
         weight_kind=stored_kind,
         weight_bits=fmt.bits,
     )
-    run: EngineRun
-    if work.engine == "transformers":
-        run = transformers_run(ctx)
-    elif work.engine == "vllm":
-        problem = vllm_tp_problem(facts.arch, scenario.parallelism.tp)
-        if problem:
-            raise EstimateError(problem)
-        run = vllm_run(ctx)
-    else:
-        run = llamacpp_run(ctx)
+    problem = eng.tp_problem(facts.arch, scenario.parallelism.tp)
+    if problem:
+        raise EstimateError(problem)
+    run: EngineRun = eng.run(ctx)
     warnings.extend(run.warnings)
     peak: Phase = max(run.phases, key=lambda p: p.allocated_bytes)
     allocated = peak.allocated_bytes
@@ -240,7 +230,7 @@ def _estimate(
             GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
             for i in range(max(1, run.gpu_count))
         )
-    if gpu_count > len(per_gpu) and work.engine == "transformers":
+    if gpu_count > len(per_gpu) and eng.may_leave_gpus_empty:
         warnings.append(f"{gpu_count} GPUs but only {len(per_gpu)} get layers: the others hold nothing of this model")
     # the verdict is decided by the busiest GPU
     required = run.fit_required if run.fit_required is not None else max(g.device_bytes for g in per_gpu)
@@ -289,86 +279,17 @@ def _estimate_training(
     gpu: GpuSpec | None,
     headroom_fraction: float | None = None,
 ) -> Estimate:
-    base: str | WeightFormat = scenario.weights
-    dequantised = ""
-    if facts.arch.quantization_config and scenario.weights == "auto":
-        stored = resolve_format(scenario, facts.arch)[0]
-        if stored.kind in TRAINABLE_BASES:
-            # adapters train on the base as stored: peft has LoRA layers for GPTQ, AWQ and bitsandbytes modules
-            base = stored
-        else:
-            # FP8 / MXFP4 / ... kernels have no backward: training loads them dequantised (dequantize=True)
-            dequantised = stored.label
-    quantised = base.kind != "float" if isinstance(base, WeightFormat) else base not in ("auto", "bf16", "fp16", "fp32")
-    if work.method == "qlora" and not quantised and base != "auto":
-        raise EstimateError(
-            f"QLoRA trains adapters on a quantised base, but the weights are {base}: that is LoRA "
-            "(--method lora), or keep QLoRA with a 4-bit base (--weights nf4, or leave the weights on auto)"
-        )
-    if work.method == "full" and quantised:
-        label = (base if isinstance(base, WeightFormat) else resolve_format(scenario, facts.arch)[0]).label
-        raise EstimateError(
-            f"a full fine-tune trains every weight in 16 or 32 bits, but the weights are {label}: fine-tune "
-            "adapters on this base (LoRA), or plan the full fine-tune of the dequantised model with weights bf16"
-        )
+    base, dequantised = _training_base(scenario, facts)
     try:
         total_gpus = scenario.hardware.gpu_count * scenario.hardware.nodes
+        # (training_phases refuses a plan that cannot run first: training_plan.check_plan)
         run = training_phases(facts, work, scenario.parallelism, total_gpus, base, scenario.hardware.gpu_count)
     except (TrainingError, FormatError) as err:
         raise EstimateError(str(err)) from err
-    hopper = gpu is not None and gpu.sm_major >= 9
-    ws_size = K.CUBLAS_WORKSPACE_HOPPER if hopper else K.CUBLAS_WORKSPACE_PRE_HOPPER
-    # PyTorch keys its cuBLAS workspaces by (handle, stream) and hands each thread its own handle: the forward
-    # runs on the Python thread and the backward on the autograd engine's device thread, so a training step
-    # holds two (an H200 run of twelve traced steps: max_memory_allocated 64-68 MiB above the traced tensors).
-    ws = Component(
-        name="cuBLAS workspace",
-        bytes=K.CUBLAS_WORKSPACES_TRAINING * ws_size,
-        category="overhead",
-        explain=f"PyTorch's cuBLAS workspaces of the forward and the backward thread, {ws_size / MIB:.3f} MiB "
-        "each, inside max_memory_allocated",
-    )
-
-    def with_ws(ph: list[Phase]) -> tuple[Phase, ...]:
-        return tuple(Phase(name=p.name, components=(*p.components, ws)) for p in ph)
-
-    regime = "full" if work.method == "full" else "adapters"
-
-    def levels(ph: tuple[Phase, ...]) -> tuple[Phase, int, int]:
-        top = max(ph, key=lambda p: p.allocated_bytes)
-        slack = reserve_slack(ph)
-        # what the forward and backward reserved stays cached through the step; the step's temporaries that fit
-        # none of those blocks come on top (training.step_new_segments)
-        activation_peak = max((p.allocated_bytes for p in ph if p.name != "optimizer step"), default=0)
-        reserved = max(top.allocated_bytes, activation_peak + run.step_segments) + slack
-        return top, top.allocated_bytes, reserved
-
-    def reserve_slack(ph: tuple[Phase, ...]) -> int:
-        """Cached but unusable blocks at the reserved peak (see K.TRAIN_RESERVE_LOSS_HEAD): the pool grows in the
-        activation phases and is not given back, so it counts even when the optimizer step is the peak."""
-        by_name = {p.name: p for p in ph}
-
-        def part(name: str, category: str) -> int:
-            p = by_name.get(name)
-            return sum(c.bytes for c in p.components if c.category == category) if p else 0
-
-        loss_head = part("loss + start of backward", "logits")
-        if work.expandable_segments:
-            return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
-        resident = part("loss + start of backward", "activations")
-        if "backward (recompute)" in by_name:
-            layer = max(0, part("backward (recompute)", "activations") - resident)
-        else:
-            layer = resident // max(1, facts.arch.n_layers)
-        slack = K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer
-        if work.mean_seq_len is not None and regime == "adapters":
-            scale, offset = K.TRAIN_RESERVE_VARYING
-            slack = max(slack, (scale * work.seq_len / work.mean_seq_len - offset) * loss_head)
-        return int(slack)
-
-    stage_phases = [with_ws(st) for st in run.stages] or [with_ws(run.phases)]
+    ws = _cublas_workspaces(gpu)
+    stage_phases = [_with_workspaces(st, ws) for st in run.stages] or [_with_workspaces(run.phases, ws)]
     phases = stage_phases[0]
-    peak, allocated, reserved = levels(phases)
+    peak, allocated, reserved = _training_levels(phases, work, facts, run)
     extras = [torch_context(gpu)]
     if run.gpus > 1:
         extras.append(
@@ -381,35 +302,7 @@ def _estimate_training(
         )
     extra_bytes = sum(c.bytes for c in extras)
     device = reserved + extra_bytes
-    # GPUs are numbered stage by stage: each pipeline stage has gpus / pp GPUs that hold the same share. The
-    # share (and its verdict) is worked out once per stage and copied per GPU: the cost of a plan of thousands
-    # of GPUs is that of its stages, plus one cheap copy per GPU
-    per_stage = max(1, run.gpus // len(stage_phases))
-    stage_shares = []
-    for st in stage_phases:
-        top, a, r = levels(st)
-        stage_shares.append(
-            GpuShare(
-                index=0,
-                peak_allocated_bytes=a,
-                peak_reserved_bytes=r,
-                device_bytes=r + extra_bytes,
-                components=top.components if run.stages else (),
-                fit=verdict(
-                    r + extra_bytes,
-                    gpu,
-                    run.gpus,
-                    headroom_fraction=headroom_fraction,
-                    allocated_bytes=a + extra_bytes,
-                )
-                if gpu is not None
-                else None,
-            )
-        )
-    per_gpu = tuple(
-        stage_shares[min(i // per_stage, len(stage_shares) - 1)].model_copy(update={"index": i})
-        for i in range(run.gpus)
-    )
+    per_gpu = _training_shares(stage_phases, work, facts, run, gpu, extra_bytes, headroom_fraction)
     busiest = max(per_gpu, key=lambda g: g.device_bytes)
     fit = busiest.fit
     c = facts.counts
@@ -453,4 +346,118 @@ def _estimate_training(
         ),
         fit=fit,
         constants=constants,
+    )
+
+
+def _training_base(scenario: Scenario, facts: ModelFacts) -> tuple[str | WeightFormat, str]:
+    """(the frozen base adapters train on: the scenario's weights, or a quantised checkpoint's own format; the
+    label of a checkpoint format that training loads dequantised, else "")."""
+    base: str | WeightFormat = scenario.weights
+    dequantised = ""
+    if facts.arch.quantization_config and scenario.weights == "auto":
+        stored = resolve_format(scenario, facts.arch)[0]
+        if stored.kind in TRAINABLE_BASES:
+            # adapters train on the base as stored: peft has LoRA layers for GPTQ, AWQ and bitsandbytes modules
+            base = stored
+        else:
+            # FP8 / MXFP4 / ... kernels have no backward: training loads them dequantised (dequantize=True)
+            dequantised = stored.label
+    return base, dequantised
+
+
+def _cublas_workspaces(gpu: GpuSpec | None) -> Component:
+    hopper = gpu is not None and gpu.sm_major >= 9
+    ws_size = K.CUBLAS_WORKSPACE_HOPPER if hopper else K.CUBLAS_WORKSPACE_PRE_HOPPER
+    # PyTorch keys its cuBLAS workspaces by (handle, stream) and hands each thread its own handle: the forward
+    # runs on the Python thread and the backward on the autograd engine's device thread, so a training step
+    # holds two (an H200 run of twelve traced steps: max_memory_allocated 64-68 MiB above the traced tensors).
+    return Component(
+        name="cuBLAS workspace",
+        bytes=K.CUBLAS_WORKSPACES_TRAINING * ws_size,
+        category="overhead",
+        explain=f"PyTorch's cuBLAS workspaces of the forward and the backward thread, {ws_size / MIB:.3f} MiB "
+        "each, inside max_memory_allocated",
+    )
+
+
+def _with_workspaces(ph: list[Phase], ws: Component) -> tuple[Phase, ...]:
+    return tuple(Phase(name=p.name, components=(*p.components, ws)) for p in ph)
+
+
+def _training_levels(
+    ph: tuple[Phase, ...], work: FinetuneWorkload, facts: ModelFacts, run: TrainingRun
+) -> tuple[Phase, int, int]:
+    """(the peak phase, its allocated bytes, the reserved peak) of one GPU's phases."""
+    top = max(ph, key=lambda p: p.allocated_bytes)
+    slack = _reserve_slack(ph, work, facts)
+    # what the forward and backward reserved stays cached through the step; the step's temporaries that fit
+    # none of those blocks come on top (training.step_new_segments)
+    activation_peak = max((p.allocated_bytes for p in ph if p.name != "optimizer step"), default=0)
+    reserved = max(top.allocated_bytes, activation_peak + run.step_segments) + slack
+    return top, top.allocated_bytes, reserved
+
+
+def _reserve_slack(ph: tuple[Phase, ...], work: FinetuneWorkload, facts: ModelFacts) -> int:
+    """Cached but unusable blocks at the reserved peak (see K.TRAIN_RESERVE_LOSS_HEAD): the pool grows in the
+    activation phases and is not given back, so it counts even when the optimizer step is the peak."""
+    regime = "full" if work.method == "full" else "adapters"
+    by_name = {p.name: p for p in ph}
+
+    def part(name: str, category: str) -> int:
+        p = by_name.get(name)
+        return sum(c.bytes for c in p.components if c.category == category) if p else 0
+
+    loss_head = part("loss + start of backward", "logits")
+    if work.expandable_segments:
+        return int(K.TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD * loss_head)
+    resident = part("loss + start of backward", "activations")
+    if "backward (recompute)" in by_name:
+        layer = max(0, part("backward (recompute)", "activations") - resident)
+    else:
+        layer = resident // max(1, facts.arch.n_layers)
+    slack = K.TRAIN_RESERVE_LOSS_HEAD[regime] * loss_head + K.TRAIN_RESERVE_LAYER[regime] * layer
+    if work.mean_seq_len is not None and regime == "adapters":
+        scale, offset = K.TRAIN_RESERVE_VARYING
+        slack = max(slack, (scale * work.seq_len / work.mean_seq_len - offset) * loss_head)
+    return int(slack)
+
+
+def _training_shares(
+    stage_phases: list[tuple[Phase, ...]],
+    work: FinetuneWorkload,
+    facts: ModelFacts,
+    run: TrainingRun,
+    gpu: GpuSpec | None,
+    extra_bytes: int,
+    headroom_fraction: float | None,
+) -> tuple[GpuShare, ...]:
+    """Every GPU's share and verdict."""
+    # GPUs are numbered stage by stage: each pipeline stage has gpus / pp GPUs that hold the same share. The
+    # share (and its verdict) is worked out once per stage and copied per GPU: the cost of a plan of thousands
+    # of GPUs is that of its stages, plus one cheap copy per GPU
+    per_stage = max(1, run.gpus // len(stage_phases))
+    stage_shares = []
+    for st in stage_phases:
+        top, a, r = _training_levels(st, work, facts, run)
+        stage_shares.append(
+            GpuShare(
+                index=0,
+                peak_allocated_bytes=a,
+                peak_reserved_bytes=r,
+                device_bytes=r + extra_bytes,
+                components=top.components if run.stages else (),
+                fit=verdict(
+                    r + extra_bytes,
+                    gpu,
+                    run.gpus,
+                    headroom_fraction=headroom_fraction,
+                    allocated_bytes=a + extra_bytes,
+                )
+                if gpu is not None
+                else None,
+            )
+        )
+    return tuple(
+        stage_shares[min(i // per_stage, len(stage_shares) - 1)].model_copy(update={"index": i})
+        for i in range(run.gpus)
     )

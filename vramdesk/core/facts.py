@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .architecture import Architecture, ConfigError, normalize
-from .dtypes import GgufModelInfo, WeightFormat
+from .architecture import Architecture, ConfigError
+from .config_readers import normalize
+from .families import family_of
+from .gguf import GgufModelInfo
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
+from .weight_format import WeightFormat
 from .weights import WeightBytes, weight_bytes
 
 #: most parameters a model may have: 100 trillion, 50x the largest published (Kimi K2 and DeepSeek-V3: ~1T)
@@ -53,11 +56,12 @@ def gguf_model_info(arch: Architecture) -> GgufModelInfo:
     """The hparams llama-quantize looks at when it picks a tensor's type."""
     first = arch.layers[0]
     moe = next((layer.moe for layer in arch.layers if layer.moe is not None), None)
+    fam = family_of(arch)
     return GgufModelInfo(
-        arch="falcon" if arch.family == "falcon" else arch.model_type,
+        arch=fam.gguf_arch or arch.model_type,
         n_expert=moe.num_experts if moe else 1,
         n_gqa=max(1, first.n_heads // max(1, first.n_kv_heads)),
-        is_70b=arch.family == "llama" and arch.n_layers == 80 and not arch.is_moe,
+        is_70b=fam.gguf_70b_at_80_layers and arch.n_layers == 80 and not arch.is_moe,
         has_output=not arch.tie_embeddings,
     )
 

@@ -1,9 +1,9 @@
 """Architecture -> tensor inventory: every tensor the checkpoint stores, with its shape and role.
 
 Parameter counts are sums over this list, so they are exact wherever the architecture table is. Tensor
-names follow the Hugging Face module paths of the family (they are matched against
-``modules_to_not_convert``-style skip lists); shapes follow ``nn.Linear`` (out, in). Stacked expert tensors
-are (experts, out, in).
+names follow the Hugging Face module paths of the family, as its record in :mod:`.families` spells them (they
+are matched against ``modules_to_not_convert``-style skip lists); shapes follow ``nn.Linear`` (out, in).
+Stacked expert tensors are (experts, out, in).
 
 Parts: ``text`` (what decoding uses), ``mtp`` (multi-token-prediction layers a checkpoint carries),
 ``vision`` (vision tower and projector), ``lm_head_copy`` (a tied lm_head the checkpoint stores anyway).
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import prod
 
 from .architecture import Architecture, AttentionKind, LayerSpec, VisionSpec
+from .families import Family, family_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ class _Builder:
             self.add(f"{prefix}.bias", (width,), "norm", layer, part)
 
 
-def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) -> None:
+def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
     h = arch.hidden
     i = spec.index
     if spec.attention == AttentionKind.LINEAR and spec.linear is not None:
@@ -80,7 +81,7 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
         b.add(f"{a}.norm.weight", (lin.v_head_dim,), "norm", i, part)
         b.linear(f"{a}.out_proj", h, lin.value_dim, "linear_attn", i, part)
         return
-    a = f"{p}.self_attn"
+    a = f"{p}.{fam.attn}"
     if spec.attention == AttentionKind.MLA and spec.mla is not None:
         m = spec.mla
         qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -97,34 +98,15 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
         return
     q_out = spec.n_heads * spec.head_dim
     kv_out = spec.n_kv_heads * spec.head_dim
-    fam = arch.family
-    if fam in {"gpt_bigcode", "gpt_neox", "falcon", "bloom", "qwen"}:
-        # fused QKV projection
-        name = {
-            "gpt_bigcode": "attn.c_attn",
-            "qwen": "attn.c_attn",
-            "gpt_neox": "attention.query_key_value",
-            "falcon": "self_attention.query_key_value",
-            "bloom": "self_attention.query_key_value",
-        }[fam]
-        b.linear(f"{p}.{name}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
-        out_name = {
-            "gpt_bigcode": "attn.c_proj",
-            "qwen": "attn.c_proj",
-            "gpt_neox": "attention.dense",
-            "falcon": "self_attention.dense",
-            "bloom": "self_attention.dense",
-        }[fam]
-        b.linear(f"{p}.{out_name}", h, q_out, "attn", i, part, arch.o_bias)
-        return
-    if arch.model_type == "phi3":
-        # Phi-3 stores (and peft adapts) q, k and v as one qkv_proj
-        b.linear(f"{a}.qkv_proj", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
+    if fam.qkv_proj is not None:
+        # q, k and v stacked in one projection (GPT-2's c_attn, NeoX / Falcon / BLOOM query_key_value; Phi-3
+        # stores, and peft adapts, them as one qkv_proj)
+        b.linear(f"{a}.{fam.qkv_proj}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
     else:
         b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
         b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
         b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
-    b.linear(f"{a}.{'dense' if fam == 'phi' else 'o_proj'}", h, q_out, "attn", i, part, arch.o_bias)
+    b.linear(f"{a}.{fam.o_proj}", h, q_out, "attn", i, part, arch.o_bias)
     if arch.qk_norm == "head":
         b.norm(f"{a}.q_norm", spec.head_dim, i, part, False)
         b.norm(f"{a}.k_norm", spec.head_dim, i, part, False)
@@ -138,69 +120,43 @@ def _attention(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: s
         b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
 
 
-def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) -> None:
+def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
     h = arch.hidden
     i = spec.index
-    fam = arch.family
     if spec.moe is None:
         inter = spec.intermediate
-        if fam == "gpt_bigcode":
-            b.linear(f"{p}.mlp.c_fc", inter, h, "mlp", i, part, True)
-            b.linear(f"{p}.mlp.c_proj", h, inter, "mlp", i, part, True)
-        elif fam in {"gpt_neox", "falcon", "bloom"}:
-            b.linear(f"{p}.mlp.dense_h_to_4h", inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.dense_4h_to_h", h, inter, "mlp", i, part, arch.mlp_bias)
-        elif fam == "phi":
-            b.linear(f"{p}.mlp.fc1", inter, h, "mlp", i, part, True)
-            b.linear(f"{p}.mlp.fc2", h, inter, "mlp", i, part, True)
-        elif fam == "qwen":
-            # Qwen v1: w1 (x), w2 (x) and c_proj(w1(x) * silu(w2(x)))
-            b.linear(f"{p}.mlp.w1", inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.w2", inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.c_proj", h, inter, "mlp", i, part, arch.mlp_bias)
-        elif arch.model_type == "phi3":
-            # Phi-3 stores gate and up stacked as one gate_up_proj
-            b.linear(f"{p}.mlp.gate_up_proj", 2 * inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.down_proj", h, inter, "mlp", i, part, arch.mlp_bias)
-        else:
-            b.linear(f"{p}.mlp.gate_proj", inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.up_proj", inter, h, "mlp", i, part, arch.mlp_bias)
-            b.linear(f"{p}.mlp.down_proj", h, inter, "mlp", i, part, arch.mlp_bias)
+        # gated: gate and up (Qwen v1: w1 and w2, c_proj(w1(x) * silu(w2(x)))), plain: up; fused: gate and up
+        # stacked as one (Phi-3's gate_up_proj); then the down projection
+        *ins, down = fam.mlp_names
+        width = 2 * inter if fam.mlp == "fused" else inter
+        for name in ins:
+            b.linear(f"{p}.mlp.{name}", width, h, "mlp", i, part, arch.mlp_bias)
+        b.linear(f"{p}.mlp.{down}", h, inter, "mlp", i, part, arch.mlp_bias)
         return
     moe = spec.moe
     e, inter = moe.num_experts, moe.expert_intermediate
     frac = moe.top_k / e
-    router = (
-        f"{p}.mlp.router"
-        if fam == "gpt_oss"
-        else f"{p}.feed_forward.router"
-        if fam == "llama4"
-        else (f"{p}.block_sparse_moe.gate" if arch.model_type == "mixtral" else f"{p}.mlp.gate")
-    )
+    router = f"{p}.{fam.router}"
     b.linear(router, e, h, "router", i, part, moe.router_bias)
     if moe.router_correction_bias:
         b.add(f"{router}.e_score_correction_bias", (e,), "bias", i, part)
-    if fam in {"gpt_oss", "llama4"}:
-        ex = f"{p}.mlp.experts" if fam == "gpt_oss" else f"{p}.feed_forward.experts"
+    ex = f"{p}.{fam.experts}"
+    if fam.fused_experts:
+        gate_up, down = fam.expert_names
         # stored fused and stacked: gate_up (E, 2I, H) and down (E, H, I)
-        b.add(f"{ex}.gate_up_proj", (e, 2 * inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.down_proj", (e, h, inter), "expert", i, part, frac)
+        b.add(f"{ex}.{gate_up}", (e, 2 * inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.{down}", (e, h, inter), "expert", i, part, frac)
         if moe.expert_bias:
-            b.add(f"{ex}.gate_up_proj_bias", (e, 2 * inter), "bias", i, part, frac)
-            b.add(f"{ex}.down_proj_bias", (e, h), "bias", i, part, frac)
+            b.add(f"{ex}.{gate_up}_bias", (e, 2 * inter), "bias", i, part, frac)
+            b.add(f"{ex}.{down}_bias", (e, h), "bias", i, part, frac)
     else:
-        ex = f"{p}.block_sparse_moe.experts" if arch.model_type == "mixtral" else f"{p}.mlp.experts"
-        names = ("w1", "w3", "w2") if arch.model_type == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+        gate, up, down = fam.expert_names
         # one (out, in) matrix per expert in the checkpoint; recorded stacked, quantised per expert
-        b.add(f"{ex}.{names[0]}.weight", (e, inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.{names[1]}.weight", (e, inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.{names[2]}.weight", (e, h, inter), "expert", i, part, frac)
+        b.add(f"{ex}.{gate}.weight", (e, inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.{up}.weight", (e, inter, h), "expert", i, part, frac)
+        b.add(f"{ex}.{down}.weight", (e, h, inter), "expert", i, part, frac)
     if moe.shared_intermediate:
-        se = (
-            f"{p}.feed_forward.shared_expert"
-            if fam == "llama4"
-            else (f"{p}.mlp.shared_experts" if fam == "deepseek_v3" else f"{p}.mlp.shared_expert")
-        )
+        se = f"{p}.{fam.shared_expert}"
         s = moe.shared_intermediate
         b.linear(f"{se}.gate_proj", s, h, "shared_expert", i, part)
         b.linear(f"{se}.up_proj", s, h, "shared_expert", i, part)
@@ -209,48 +165,32 @@ def _mlp(b: _Builder, arch: Architecture, spec: LayerSpec, p: str, part: str) ->
             b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
 
 
-def _norms(b: _Builder, arch: Architecture, p: str, layer: int, part: str) -> None:
+#: Gemma 2 / 3 layers normalise both the input and the output of attention and of the MLP
+_SANDWICH_NORMS = (
+    "input_layernorm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+)
+
+
+def _norms(b: _Builder, arch: Architecture, fam: Family, p: str, layer: int, part: str) -> None:
     lb = arch.norm == "layer"
-    fam = arch.family
-    if fam in {"gpt_bigcode", "qwen"}:
-        names = ["ln_1", "ln_2"]
-    elif fam == "falcon":
-        names = ["ln_attn", "ln_mlp"] if arch.norms_per_layer == 2 else ["input_layernorm"]
-    elif arch.norms_per_layer == 4:
-        names = [
-            "input_layernorm",
-            "post_attention_layernorm",
-            "pre_feedforward_layernorm",
-            "post_feedforward_layernorm",
-        ]
+    if arch.norms_per_layer == 4:
+        names: tuple[str, ...] = _SANDWICH_NORMS
     elif arch.norms_per_layer == 1:
-        names = ["input_layernorm"]
-    elif arch.model_type == "olmo2":
-        names = ["post_attention_layernorm", "post_feedforward_layernorm"]
+        # one norm feeds attention and MLP in parallel (Phi-1 / Phi-2, Falcon-7B)
+        names = ("input_layernorm",)
     else:
-        names = ["input_layernorm", "post_attention_layernorm"]
+        names = fam.layer_norms
     for n in names:
         b.norm(f"{p}.{n}", arch.hidden, layer, part, lb)
 
 
-def _decoder_layer(b: _Builder, arch: Architecture, spec: LayerSpec, prefix: str, part: str) -> None:
-    _attention(b, arch, spec, prefix, part)
-    _mlp(b, arch, spec, prefix, part)
-    _norms(b, arch, prefix, spec.index, part)
-
-
-def _prefixes(arch: Architecture) -> tuple[str, str, str]:
-    """(layer prefix, embedding name, final norm name) per family."""
-    fam = arch.family
-    if fam in {"gpt_bigcode", "qwen"}:
-        return "transformer.h", "transformer.wte", "transformer.ln_f"
-    if fam == "gpt_neox":
-        return "gpt_neox.layers", "gpt_neox.embed_in", "gpt_neox.final_layer_norm"
-    if fam in {"falcon", "bloom"}:
-        return "transformer.h", "transformer.word_embeddings", "transformer.ln_f"
-    if fam == "phi":
-        return "model.layers", "model.embed_tokens", "model.final_layernorm"
-    return "model.layers", "model.embed_tokens", "model.norm"
+def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, prefix: str, part: str) -> None:
+    _attention(b, arch, fam, spec, prefix, part)
+    _mlp(b, arch, fam, spec, prefix, part)
+    _norms(b, arch, fam, prefix, spec.index, part)
 
 
 def _vision(b: _Builder, v: VisionSpec) -> None:
@@ -327,17 +267,17 @@ def _vision(b: _Builder, v: VisionSpec) -> None:
 
 def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
     b = _Builder()
-    layer_prefix, embed, final_norm = _prefixes(arch)
+    fam = family_of(arch)
     h, vocab = arch.hidden, arch.vocab
-    b.add(f"{embed}.weight", (vocab, h), "embedding")
+    b.add(f"{fam.embed}.weight", (vocab, h), "embedding")
     if arch.learned_positions:
         b.add("transformer.wpe.weight", (arch.learned_positions, h), "embedding")
     if arch.embedding_norm:
         b.norm("transformer.word_embeddings_layernorm", h, None, "text", True)
     for spec in arch.layers:
-        _decoder_layer(b, arch, spec, f"{layer_prefix}.{spec.index}", "text")
-    b.norm(final_norm, h, None, "text", arch.norm == "layer")
-    head = "embed_out" if arch.family == "gpt_neox" else "lm_head"
+        _decoder_layer(b, arch, fam, spec, f"{fam.layers}.{spec.index}", "text")
+    b.norm(fam.final_norm, h, None, "text", arch.norm == "layer")
+    head = fam.lm_head
     if not arch.tie_embeddings:
         b.add(f"{head}.weight", (vocab, h), "lm_head")
         if arch.lm_head_bias:
@@ -346,19 +286,20 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
     # plus the projection that joins the embedding and the hidden state
     if arch.mtp_layers:
         last = arch.layers[-1]
+        mtp = fam.mtp
         template = next((s for s in reversed(arch.layers) if s.attention != AttentionKind.LINEAR), last)
         for k in range(arch.mtp_layers):
             idx = arch.n_layers + k
             spec = template.model_copy(
                 update={"index": idx, "mlp": last.mlp, "moe": last.moe, "intermediate": last.intermediate}
             )
-            p = f"model.layers.{idx}" if arch.family == "deepseek_v3" else f"mtp.layers.{k}"
-            _decoder_layer(b, arch, spec, p, "mtp")
+            p = mtp.layer.format(idx=idx, k=k)
+            _decoder_layer(b, arch, fam, spec, p, "mtp")
             # the joining projection stays unquantised in FP8 checkpoints (DeepSeek-V3 stores it in BF16)
-            b.linear(f"{p}.eh_proj" if arch.family == "deepseek_v3" else "mtp.fc", h, 2 * h, "mtp_proj", idx, "mtp")
-            b.norm(f"{p}.enorm" if arch.family == "deepseek_v3" else "mtp.pre_fc_norm_embedding", h, idx, "mtp", False)
-            b.norm(f"{p}.hnorm" if arch.family == "deepseek_v3" else "mtp.pre_fc_norm_hidden", h, idx, "mtp", False)
-            b.norm(f"{p}.shared_head.norm" if arch.family == "deepseek_v3" else "mtp.norm", h, idx, "mtp", False)
+            b.linear(mtp.proj.format(p=p), h, 2 * h, "mtp_proj", idx, "mtp")
+            b.norm(mtp.embed_norm.format(p=p), h, idx, "mtp", False)
+            b.norm(mtp.hidden_norm.format(p=p), h, idx, "mtp", False)
+            b.norm(mtp.final_norm.format(p=p), h, idx, "mtp", False)
             if arch.mtp_own_embeddings:
                 b.add(f"{p}.embed_tokens.weight", (vocab, h), "embedding", idx, "mtp")
                 b.add(f"{p}.shared_head.head.weight", (vocab, h), "lm_head", idx, "mtp")

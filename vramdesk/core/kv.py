@@ -12,14 +12,18 @@ chunked       min(T, chunk)                chunk + batched tokens            as 
 MLA           expanded K and V per head    one latent (kv_lora + rope)       one latent (V is a view of K)
 linear        conv window + state (fixed)  conv (kernel-1) + state           F32 conv (kernel-1) + F32 state
 ============  ===========================  ================================  ==================================
+
+Each row is a class of :mod:`vramdesk.core.kv_layers` (``FullAttentionSpec``, ``SlidingWindowSpec``, ...); each
+column is an engine of :mod:`vramdesk.core.engines`, whose :class:`~vramdesk.core.kv_layers.KvRule` methods
+(``full_tokens``, ``sliding_tokens``, ``chunked_tokens``, ``expands_mla``, ``linear_state_bytes``) are the cells.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
 
-from .architecture import Architecture, AttentionKind, LayerSpec
+from .architecture import Architecture, LayerSpec
+from .kv_layers import KvOptions, KvRule, kv_layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +42,9 @@ class KvPlan:
     explain: str
 
 
-def _elements_per_token(layer: LayerSpec, engine: str) -> int:
-    if layer.attention in (AttentionKind.LINEAR, AttentionKind.NONE):
-        return 0
-    if layer.attention == AttentionKind.MLA and layer.mla is not None:
-        if engine == "transformers":
-            return layer.n_heads * (layer.mla.qk_nope_head_dim + layer.mla.qk_rope_head_dim + layer.mla.v_head_dim)
-        return layer.mla.kv_lora_rank + layer.mla.qk_rope_head_dim
-    return layer.n_kv_heads * (layer.head_dim + layer.v_head_dim)
-
-
-def _pad(n: int, to: int) -> int:
-    return ceil(n / to) * to
-
-
 def tokens_kept(
     layer: LayerSpec,
-    engine: str,
+    engine: KvRule,
     tokens: int,
     seqs: int,
     *,
@@ -64,43 +54,17 @@ def tokens_kept(
     swa_full: bool = False,
 ) -> int:
     """Tokens of one sequence a layer holds (llama.cpp: cells for all sequences, divided back per sequence)."""
-    kind = layer.attention
-    window = layer.window or tokens
-    if engine == "transformers":
-        if kind in (AttentionKind.SLIDING, AttentionKind.CHUNKED):
-            return min(tokens, window)
-        return tokens
-    if engine == "vllm":
-        if kind == AttentionKind.SLIDING:
-            return min(_pad(tokens, block_size), _pad(window - 1 + batched_tokens, block_size) + block_size)
-        if kind == AttentionKind.CHUNKED:
-            return min(_pad(tokens, block_size), _pad(window + batched_tokens, block_size))
-        return _pad(tokens, block_size)
-    # llama.cpp: one cell pool for all sequences
-    total = _pad(tokens * seqs, 256)
-    if kind in (AttentionKind.SLIDING, AttentionKind.CHUNKED) and not swa_full:
-        total = min(total, _pad(window * seqs + n_ubatch, 256))
-    return ceil(total / seqs)
+    opts = KvOptions(block_size=block_size, batched_tokens=batched_tokens, n_ubatch=n_ubatch, swa_full=swa_full)
+    return kv_layer(layer).tokens_kept(engine, tokens, seqs, opts)
 
 
-def state_bytes_per_sequence(arch: Architecture, engine: str, compute_bytes: int) -> int:
-    total = 0
-    for layer in arch.layers:
-        lin = layer.linear
-        if lin is None:
-            continue
-        if engine == "llamacpp":
-            total += 4 * ((lin.conv_kernel - 1) * lin.conv_dim + lin.recurrent_elements)
-            continue
-        state_bytes = 4 if lin.state_dtype == "fp32" else 2
-        conv_len = lin.conv_kernel if engine == "transformers" else lin.conv_kernel - 1
-        total += conv_len * lin.conv_dim * compute_bytes + lin.recurrent_elements * state_bytes
-    return total
+def state_bytes_per_sequence(arch: Architecture, engine: KvRule, compute_bytes: int) -> int:
+    return sum(kv_layer(layer).state_bytes_per_sequence(engine, compute_bytes) for layer in arch.layers)
 
 
 def plan_kv(
     arch: Architecture,
-    engine: str,
+    engine: KvRule,
     *,
     tokens: int,
     seqs: int,
@@ -114,6 +78,7 @@ def plan_kv(
 ) -> KvPlan:
     """K/V bytes for ``seqs`` sequences of ``tokens`` tokens each (``layers``: a subset, e.g. one GPU's)."""
     chosen = arch.layers if layers is None else layers
+    opts = KvOptions(block_size=block_size, batched_tokens=batched_tokens, n_ubatch=n_ubatch, swa_full=swa_full)
     bpe = kv_bits / 8.0
     kv = 0.0
     largest = 0.0
@@ -121,19 +86,11 @@ def plan_kv(
     growing = 0.0
     kinds: dict[str, int] = {}
     for layer in chosen:
-        el = _elements_per_token(layer, engine)
+        spec = kv_layer(layer)
+        el = spec.elements_per_token(engine)
         if not el:
             continue
-        kept = tokens_kept(
-            layer,
-            engine,
-            tokens,
-            seqs,
-            block_size=block_size,
-            batched_tokens=batched_tokens,
-            n_ubatch=n_ubatch,
-            swa_full=swa_full,
-        )
+        kept = spec.tokens_kept(engine, tokens, seqs, opts)
         b = el * bpe * kept * seqs
         kv += b
         largest = max(largest, b)
@@ -160,42 +117,21 @@ def plan_kv(
 def _explain(
     arch: Architecture,
     layers: tuple[LayerSpec, ...],
-    engine: str,
+    engine: KvRule,
     tokens: int,
     seqs: int,
     kv_bits: float,
     state_seq: int,
 ) -> str:
-    parts = []
     groups: dict[tuple[str, int, int, int | None], list[LayerSpec]] = {}
     for layer in layers:
-        el = _elements_per_token(layer, engine)
+        el = kv_layer(layer).elements_per_token(engine)
         if el:
             groups.setdefault((layer.attention.value, el, layer.n_kv_heads, layer.window), []).append(layer)
-    for members in groups.values():
-        layer, n = members[0], len(members)
-        if layer.attention == AttentionKind.MLA and layer.mla is not None:
-            m = layer.mla
-            if engine == "transformers":
-                what = (
-                    f"{n} MLA layers x {layer.n_heads} heads x (k {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
-                    f"+ v {m.v_head_dim}) (transformers stores the expanded K and V)"
-                )
-            else:
-                what = (
-                    f"{n} MLA layers x latent (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim})"
-                )
-        else:
-            what = (
-                f"{n} {layer.attention.value} layers x {layer.n_kv_heads} kv heads x "
-                f"(k {layer.head_dim} + v {layer.v_head_dim})"
-            )
-            if layer.window:
-                what += f", window {layer.window}"
-        parts.append(what)
+    parts = [kv_layer(members[0]).describe(len(members), engine) for members in groups.values()]
     text = (
         f"{'; '.join(parts) or 'no attention layers'}; {kv_bits:g} bits per element; "
-        f"{seqs} sequence(s) x {tokens} tokens ({engine} rule)"
+        f"{seqs} sequence(s) x {tokens} tokens ({engine.name} rule)"
     )
     if state_seq:
         nlin = sum(1 for x in layers if x.linear is not None)

@@ -7,6 +7,7 @@ transformers 5 / peft 0.21 adapt them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .inventory import Tensor
@@ -41,11 +42,9 @@ def matches(tensor: Tensor, targets: tuple[str, ...]) -> bool:
     return any(stem in TARGETS.get(t, (t,)) for t in targets)
 
 
-def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
-    """Linear weights the adapters wrap: short role names (q, k, ..., all-linear) or module names as peft matches
-    them (the last part of the module's name: ``c_attn``, ``q_proj``); a target the model does not have is an error
-    naming it and the model's own module names."""
-    chosen = [t for t in facts.tensors if matches(t, targets)]
+def check_targets(facts: ModelFacts, targets: tuple[str, ...]) -> None:
+    """Refuse a target the model does not have: :class:`LoraTargetError` naming it and the model's own module
+    names (the fine-tuning plan's check, ``training_plan.check_plan``, asks before anything is selected)."""
     unknown = [name for name in targets if name != "all-linear" and not any(matches(t, (name,)) for t in facts.tensors)]
     if unknown:
         modules = sorted(
@@ -56,10 +55,16 @@ def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
             f"({facts.arch.model_type}); known short names: {', '.join(TARGETS)} or all-linear; "
             f"module names in this model: {', '.join(modules)}"
         )
-    return chosen
 
 
-def lora_parameters(chosen: list[Tensor], rank: int) -> int:
+def lora_targets(facts: ModelFacts, targets: tuple[str, ...]) -> list[Tensor]:
+    """Linear weights the adapters wrap: short role names (q, k, ..., all-linear) or module names as peft matches
+    them (the last part of the module's name: ``c_attn``, ``q_proj``); :func:`check_targets` refuses a target the
+    model does not have."""
+    return [t for t in facts.tensors if matches(t, targets)]
+
+
+def lora_parameters(chosen: Sequence[Tensor], rank: int) -> int:
     total = 0
     for t in chosen:
         experts = t.shape[0] if len(t.shape) == 3 else 1

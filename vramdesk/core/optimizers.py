@@ -6,6 +6,7 @@ bitsandbytes' 8-bit and paged AdamW, transformers' Adafactor, Lion), checked on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import ceil, prod
 
 _OPT_STATES = {
@@ -23,7 +24,7 @@ _OPT_STATES = {
 
 
 def optimizer_bytes(
-    name: str, trainable: int, state_bytes: int, largest: int, matrices: list[tuple[int, ...]]
+    name: str, trainable: int, state_bytes: int, largest: int, matrices: Sequence[tuple[int, ...]]
 ) -> tuple[int, int, str, str]:
     """(state bytes, step temporary bytes, state explain, temporary explain)."""
     if name in ("adamw-8bit", "paged-adamw-8bit"):

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .dtypes import WeightFormat, parse_weight_format
 from .gpu import MIB
 from .result import Phase
 from .scenario import Parallelism
+from .weight_format import WeightFormat, parse_weight_format
 
 if TYPE_CHECKING:
     from .facts import ModelFacts

@@ -25,12 +25,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .architecture import Architecture, AttentionKind
-from .dtypes import WeightFormat
+from .engines import engine
 from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
+from .weight_format import WeightFormat
 from .weights import WeightBytes, stored_weight_bytes
 
 Bound = Literal["memory bandwidth", "compute", "communication", "host transfer"]
@@ -278,13 +279,13 @@ def performance(
 def _inference(
     est: Estimate, scenario: Scenario, work: InferenceWorkload, facts: ModelFacts, gpu: GpuSpec, eff: Efficiency
 ) -> Performance:
-    arch = facts.arch
+    arch, eng = facts.arch, engine(work.engine)
     wb, label, block = _text_weights(scenario, facts)
     bw_eff = eff.bandwidth if eff.bandwidth is not None else (0.65 if block else 0.8)
     hw = _hardware(gpu, eff, bw_eff, eff.mfu, fp32=False)
     notes: list[str] = []
     n_gpu = scenario.hardware.gpu_count
-    tp = scenario.parallelism.tp if work.engine != "llamacpp" else 1
+    tp = scenario.parallelism.tp if eng.reads_tp else 1
     batch = work.batch
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     mean_ctx = input_len + work.output_len // 2
@@ -309,7 +310,7 @@ def _inference(
     # split of the bytes: TP divides them across GPUs that work at once; a layer split (transformers
     # device_map, llama.cpp) runs the GPUs one after another, so the step still reads everything in sequence
     gpu_share = 1.0
-    if work.engine == "llamacpp" and est.engine.gpu_layers is not None and est.engine.total_layers:
+    if eng.offloads_gpu_layers and est.engine.gpu_layers is not None and est.engine.total_layers:
         gpu_share = est.engine.gpu_layers / est.engine.total_layers
     t_mem_gpu = step_bytes * gpu_share / tp / hw.bw
     t_host = step_bytes * (1.0 - gpu_share) / (eff.host_gbps * 1e9)
@@ -319,7 +320,7 @@ def _inference(
             f"{est.engine.total_layers} "
             f"layers on the CPU: their share is read from host RAM at {eff.host_gbps:g} GB/s"
         )
-    elif work.engine == "transformers" and est.host_bytes:
+    elif eng.streams_offloaded_weights and est.host_bytes:
         # device_map spilled weights to CPU memory: accelerate copies each offloaded layer to the GPU for every
         # forward, so their share of the weights crosses PCIe each step (the KV cache stays on the GPU)
         off = min(1.0, est.host_bytes / max(1, wb.total))
@@ -344,7 +345,7 @@ def _inference(
         notes.append(f"{n_gpu} GPUs split by layers run one after another: no speed-up for one sequence")
     overhead_per_layer = eff.step_overhead_per_layer_s
     if overhead_per_layer is None:
-        overhead_per_layer = 150e-6 if work.engine == "transformers" else 0.0
+        overhead_per_layer = eng.step_overhead_per_layer_s
     overhead = overhead_per_layer * arch.n_layers
     if overhead:
         notes.append(f"CPU overhead {overhead_per_layer * 1e6:g} us per layer per step ({work.engine}, eager launches)")
@@ -355,9 +356,7 @@ def _inference(
         dec_bound = "communication"
     # ---- prefill (all prompts of the batch)
     prefill_flops = batch * (2.0 * n_mm * input_len + attention_flops_prefill(arch, input_len))
-    chunk = work.llamacpp.n_ubatch if work.engine == "llamacpp" else (work.vllm.max_num_batched_tokens or 8192)
-    if work.engine == "transformers":
-        chunk = input_len
+    chunk = eng.prefill_chunk(work, input_len)
     passes = max(1, -(-input_len * batch // chunk))
     t_pre_mem = passes * w_read * gpu_share / tp / hw.bw + t_host * passes
     prefill_s: float | None

@@ -21,7 +21,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from .dtypes import FormatError, kv_bits
+from .dtype_names import FormatError, kv_bits
+from .engines import engine
 from .estimate import EstimateError, estimate, resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
@@ -146,7 +147,7 @@ def _setter(scenario: Scenario, field: str) -> tuple[Callable[[int], Scenario], 
         current = work.input_len if field == "input_len" else work.batch
         return (lambda v: with_work(scenario, **{field: v})), current, limit
     if field == "n_gpu_layers":
-        if not isinstance(work, InferenceWorkload) or work.engine != "llamacpp":
+        if not isinstance(work, InferenceWorkload) or not engine(work.engine).offloads_gpu_layers:
             raise SolveError("n_gpu_layers applies to the llama.cpp engine")
 
         def set_ngl(v: int) -> Scenario:
@@ -317,7 +318,7 @@ def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario,
         d["hardware"]["nodes"] = machines
         par = d["parallelism"]
         if isinstance(work, InferenceWorkload):
-            if work.engine == "vllm":
+            if engine(work.engine).grows_by_tensor_parallel:
                 par["tp"], par["pp"] = n, 1
             else:
                 par["tp"] = min(par["tp"], n)
@@ -330,7 +331,11 @@ def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario,
 
     s = with_data(scenario, upd)
     if isinstance(work, InferenceWorkload):
-        how = "tensor parallel over all GPUs" if work.engine == "vllm" else "layers split across the GPUs"
+        how = (
+            "tensor parallel over all GPUs"
+            if engine(work.engine).grows_by_tensor_parallel
+            else "layers split across the GPUs"
+        )
     else:
         p = s.parallelism
         how = "FSDP" if p.fsdp else (f"ZeRO-{p.zero}" if p.zero else "data parallel")
@@ -349,7 +354,7 @@ def minimize_gpus(
     heads = facts.arch.layers[0].n_heads if facts.arch.layers else 1
     for per, machines in gpu_counts(scenario, max_gpus):
         n = per * machines
-        if isinstance(work, InferenceWorkload) and work.engine == "vllm" and heads % n:
+        if isinstance(work, InferenceWorkload) and engine(work.engine).grows_by_tensor_parallel and heads % n:
             # vLLM refuses a tensor-parallel size that does not divide the attention heads
             prev = Probe(value=n, verdict=None, device_bytes=None, error=f"{heads} attention heads % tp {n} != 0")
             continue
@@ -531,24 +536,14 @@ def _current_bits(scenario: Scenario, facts: ModelFacts) -> float:
     return 8.0 * wb.total / max(1, wb.params)
 
 
-_WEIGHTS_BY_ENGINE = {
-    "transformers": (("int8", 1.0, 0.0), ("nf4", 3.0, 1.0)),
-    "vllm": (("fp8", 1.0, 0.0), ("awq-int4", 3.0, 0.0)),
-    "llamacpp": (("q8_0", 1.0, 0.0), ("q6_k", 2.0, 0.0), ("q5_k_m", 2.0, 0.0), ("q4_k_m", 3.0, 0.0)),
-}
-_KV_BY_ENGINE = {
-    "transformers": (("int8", 1.0),),
-    "vllm": (("fp8", 1.0),),
-    "llamacpp": (("q8_0", 1.0), ("q4_0", 3.0)),
-}
-
-
 def _inference_candidates(
     scenario: Scenario, work: InferenceWorkload, facts: ModelFacts, gpu: GpuSpec, allow_tight: bool
 ) -> list[_Cand]:
     out: list[_Cand] = []
+    eng = engine(work.engine)
     cur_bits = _current_bits(scenario, facts)
-    for name, q, sp in _WEIGHTS_BY_ENGINE[work.engine]:
+    # the lighter weight formats and KV dtypes each engine runs: (name, quality cost[, speed cost])
+    for name, q, sp in eng.lighter_weights:
         if _bits(scenario, facts, name) < cur_bits * 0.95:
             out.append(
                 _Cand(
@@ -561,7 +556,7 @@ def _inference_candidates(
         cur_kv_bits = kv_bits("bf16" if cur_kv == "auto" else cur_kv)
     except FormatError:  # pragma: no cover - Literal
         cur_kv_bits = 16.0
-    for name, q in _KV_BY_ENGINE[work.engine]:
+    for name, q in eng.lighter_kv:
         if kv_bits(name) < cur_kv_bits:
             out.append(
                 _Cand(
@@ -569,7 +564,7 @@ def _inference_candidates(
                     lambda s, n=name: with_work(s, kv_dtype=n),  # type: ignore[misc]
                 )
             )
-    if work.engine == "vllm":
+    if eng.has_pool_budget:
         v = work.vllm
         if v.gpu_memory_utilization < 0.95:
             out.append(
@@ -614,7 +609,7 @@ def _inference_candidates(
     out.append(_solver_cand("input_len"))
     if work.batch > 1:
         out.append(_solver_cand("batch"))
-    if work.engine == "llamacpp":
+    if eng.offloads_gpu_layers:
         out.append(_solver_cand("n_gpu_layers"))
     return out
 

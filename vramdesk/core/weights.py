@@ -1,6 +1,6 @@
 """Weight bytes: the tensor inventory priced in a storage format, tensor by tensor.
 
-Quantised formats only touch the tensors their method converts (see :mod:`vramdesk.core.dtypes`); the rest
+Quantised formats only touch the tensors their method converts (see :mod:`vramdesk.core.weight_format`); the rest
 stays at the base dtype. GGUF files are priced with llama-quantize's per-tensor type choice, so the names
 are translated to GGUF names first.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .dtypes import WeightFormat
 from .inventory import Tensor
+from .weight_format import WeightFormat
 
 _GGUF_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), r)

@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vramdesk.core.dtypes import format_from_quantization_config
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
+from vramdesk.core.quant_config import format_from_quantization_config
 
 
 class CatalogError(LookupError):

@@ -1,0 +1,259 @@
+"""The family records (``vramdesk.core.families``): every catalog model has one, every field of a record changes
+something (no dead quirk), and a model type no record claims still takes the generic path with today's words."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any
+
+import pytest
+from qwen1config import QWEN7B
+
+from vramdesk.core import families
+from vramdesk.core.architecture import ConfigError
+from vramdesk.core.config_readers import _READERS, normalize
+from vramdesk.core.facts import gguf_model_info
+from vramdesk.core.families import FAMILIES, Family, MtpNames, family_for_model_type, family_of
+from vramdesk.core.inventory import build_inventory
+from vramdesk.services.catalog import default_catalog
+
+#: records the catalog has no config for: hand-written configs with their geometry (small, to stay fast)
+_LEGACY: dict[str, dict[str, Any]] = {
+    "qwen": QWEN7B,
+    "gpt_bigcode": {
+        "model_type": "gpt_bigcode",
+        "n_embd": 256,
+        "n_layer": 2,
+        "n_head": 4,
+        "n_positions": 512,
+        "vocab_size": 1000,
+    },
+    "gpt_neox": {
+        "model_type": "gpt_neox",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 1024,
+        "vocab_size": 1000,
+    },
+    "falcon": {
+        "model_type": "falcon",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_kv_heads": 2,
+        "new_decoder_architecture": True,
+        "vocab_size": 1000,
+    },
+    "bloom": {"model_type": "bloom", "hidden_size": 256, "n_layer": 2, "n_head": 4, "vocab_size": 1000},
+    "phi": {
+        "model_type": "phi",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 1024,
+        "vocab_size": 1000,
+    },
+}
+
+#: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)
+_FROM_CATALOG = {
+    "llama": "meta-llama/Llama-3.1-70B",
+    "phi3": "microsoft/Phi-3.5-mini-instruct",
+    "mixtral": "mistralai/Mixtral-8x7B-v0.1",
+    "olmo2": "allenai/OLMo-2-1124-7B",
+    "gemma": "google/gemma-2-2b-it",
+    "gpt_oss": "openai/gpt-oss-20b",
+    "llama4": "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "deepseek_v3": "deepseek-ai/DeepSeek-V3",
+    "qwen_hybrid": "Qwen/Qwen3-Next-80B-A3B-Thinking",
+}
+
+_GENERIC = {
+    "model_type": "mystery",
+    "hidden_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 1024,
+    "vocab_size": 1000,
+}
+
+
+def _config(name: str) -> dict[str, Any]:
+    if name in _LEGACY:
+        return copy.deepcopy(_LEGACY[name])
+    return copy.deepcopy(default_catalog().config(_FROM_CATALOG[name]))
+
+
+def test_every_record_has_a_sample_config_that_reads_as_it() -> None:
+    assert set(_LEGACY) | set(_FROM_CATALOG) == set(FAMILIES)
+    for name in FAMILIES:
+        assert family_of(normalize(_config(name))).name == name
+
+
+def test_every_catalog_model_has_a_family_record() -> None:
+    cat = default_catalog()
+    seen = set()
+    for model in cat.models():
+        facts = cat.facts(model.id)
+        arch = facts.arch
+        fam = family_of(arch)
+        seen.add(fam.name)
+        assert FAMILIES[fam.name] is fam, model.id
+        # the reader applied the record's constants
+        assert (arch.family, arch.norm, arch.mlp_gated) == (fam.reader, fam.norm, fam.mlp != "plain"), model.id
+        names = {t.name for t in facts.tensors}
+        assert f"{fam.embed}.weight" in names, model.id
+        assert any(n.startswith(f"{fam.layers}.") and f".{fam.attn}." in n for n in names), model.id
+    assert {"llama", "phi3", "mixtral", "olmo2", "gemma", "gpt_oss", "llama4", "deepseek_v3"} <= seen
+
+
+def test_every_record_names_a_reader_and_its_model_types_read_as_it() -> None:
+    assert set(_READERS) == {fam.reader for fam in FAMILIES.values()}
+    for fam in FAMILIES.values():
+        assert FAMILIES[fam.reader].reader == fam.reader, fam.name
+        for mt in fam.model_types:
+            assert family_for_model_type(mt) is fam
+            assert mt == mt.lower() and not mt.endswith("_text")
+
+
+def test_a_model_type_claimed_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    twice = dataclasses.replace(families.GEMMA, name="gemma_again")
+    monkeypatch.setattr(families, "FAMILIES", {**FAMILIES, "gemma_again": twice})
+    with pytest.raises(ValueError, match="model_type 'gemma' is claimed by the families gemma and gemma_again"):
+        families._by_model_type()
+
+
+def test_a_record_whose_mlp_names_do_not_fit_its_kind_is_refused() -> None:
+    with pytest.raises(ValueError, match="a plain MLP names 2 projections"):
+        dataclasses.replace(families.PHI, mlp_names=("fc1", "fc1b", "fc2"))
+    with pytest.raises(ValueError, match="fused experts name 2 tensors"):
+        dataclasses.replace(families.GPT_OSS, fused_experts=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# no dead quirk: changing any one field of one record changes what the core produces for its model
+
+
+def _mutated(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if value is None:
+        return "x"
+    if isinstance(value, str):
+        return value + "_x"
+    if isinstance(value, tuple):
+        return tuple(_mutated(v) for v in value)
+    if isinstance(value, MtpNames):
+        return MtpNames(**{f.name: _mutated(getattr(value, f.name)) for f in dataclasses.fields(MtpNames)})
+    raise TypeError(f"no mutation for {value!r}")
+
+
+def _with_field(fam: Family, field: str, value: Any) -> Family:
+    """``fam`` with one field changed, past the record's own consistency checks (a dead field stays dead)."""
+    out = copy.copy(fam)
+    object.__setattr__(out, field, value)
+    return out
+
+
+def _outcome(config: dict[str, Any]) -> Any:
+    try:
+        arch = normalize(copy.deepcopy(config))
+        tensors = build_inventory(arch)
+        return arch.model_dump_json(), [(t.name, t.shape, t.role, t.part) for t in tensors], gguf_model_info(arch)
+    except (ConfigError, KeyError, ValueError, TypeError) as err:
+        return repr(err)
+
+
+def _use(mp: pytest.MonkeyPatch, key: str, fam: Family) -> None:
+    """Make ``fam`` the registry's record under ``key``, with the lookups rebuilt from the registry."""
+    registry = {**FAMILIES, key: fam}
+    mp.setattr(families, "FAMILIES", registry)
+    mp.setattr(families, "_BY_MODEL_TYPE", families._by_model_type())
+    mp.setattr(families, "_VARIANTS", {mt: f for f in registry.values() if f.reader != f.name for mt in f.model_types})
+
+
+def _first_record_changed_by(field: str, records: dict[str, Family]) -> str | None:
+    """The first record whose sample config comes out differently (architecture, tensors, GGUF hparams or the
+    error) when ``field`` of that record is changed; None when no record's does: nothing reads the field."""
+    for key, fam in records.items():
+        config = _config(key)
+        with pytest.MonkeyPatch.context() as mp:
+            _use(mp, key, fam)
+            before = _outcome(config)
+            _use(mp, key, _with_field(fam, field, _mutated(getattr(fam, field))))
+            after = _outcome(config)
+        if after != before:
+            return key
+    return None
+
+
+#: the registry key: the record's identity, not a quirk (test_every_record_is_filed_under_its_name)
+_IDENTITY = {"name"}
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(Family) if f.name not in _IDENTITY])
+def test_every_family_field_changes_something(field: str) -> None:
+    assert _first_record_changed_by(field, dict(FAMILIES)) is not None, f"Family.{field} changes nothing"
+
+
+@pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(MtpNames)])
+def test_every_mtp_name_changes_something(field: str) -> None:
+    for key in ("deepseek_v3", "qwen_hybrid"):
+        fam = FAMILIES[key]
+        mtp = dataclasses.replace(fam.mtp, **{field: getattr(fam.mtp, field) + "_x"})
+        config = _config(key)
+        with pytest.MonkeyPatch.context() as mp:
+            before = _outcome(config)
+            _use(mp, key, dataclasses.replace(fam, mtp=mtp))
+            assert _outcome(config) != before, f"{key}: MtpNames.{field} changes nothing"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _WithDeadQuirk(Family):
+    #: a field no code reads
+    dead_quirk: bool = False
+
+
+def test_the_dead_quirk_check_finds_a_field_nobody_reads() -> None:
+    records = {
+        key: _WithDeadQuirk(**{f.name: getattr(fam, f.name) for f in dataclasses.fields(Family)})
+        for key, fam in FAMILIES.items()
+    }
+    assert _first_record_changed_by("dead_quirk", records) is None
+    assert _first_record_changed_by("embed", records) is not None
+
+
+def test_every_record_is_filed_under_its_name() -> None:
+    assert all(key == fam.name for key, fam in FAMILIES.items())
+    assert {fam.name for fam in FAMILIES.values() if fam.reader != fam.name} == {"phi3", "mixtral", "olmo2"}
+
+
+# ----------------------------------------------------------------------------------------------
+# a model type no record claims
+
+
+def test_an_unknown_model_type_still_takes_the_generic_path_with_the_same_words() -> None:
+    assert family_for_model_type("mystery") is None
+    arch = normalize(_GENERIC)
+    assert family_of(arch) is families.LLAMA
+    assert arch.warnings == (
+        "model_type 'mystery' is not one vramdesk knows: estimated as a generic Llama-style decoder (RMSNorm, "
+        "gated MLP, rotary); check the parameter total against the checkpoint",
+    )
+    with pytest.raises(ConfigError) as err:
+        normalize({k: v for k, v in _GENERIC.items() if k != "hidden_size"})
+    assert str(err.value) == (
+        "unsupported model_type 'mystery': not a known architecture, and the generic decoder path needs "
+        "hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and vocab_size "
+        "(mystery: config is missing the field 'hidden_size')"
+    )
+
+
+def test_a_variant_is_matched_on_the_model_type_as_the_config_spells_it() -> None:
+    phi3 = _config("phi3")
+    assert family_of(normalize(phi3)) is families.PHI3
+    # read by the same reader, but the inventory has always named "PHI3" tensors as Llama's
+    shouting = normalize({**phi3, "model_type": "PHI3"})
+    assert shouting.family == "llama" and family_of(shouting) is families.LLAMA

@@ -1,0 +1,81 @@
+"""config.json -> Architecture: a per-layer table the rest of the estimator can trust.
+
+Never guess from the parameter total. Every family-specific rule in the readers names the config field it reads;
+the quirks are those of ``shared/research/anchors-mission.md`` §5: explicit ``head_dim``, GQA/MQA, tied
+embeddings, sliding windows (``use_sliding_window``, ``layer_types``, Gemma patterns), gpt-oss alternation,
+Llama 4 chunked attention and NoPE layers, MLA (``kv_lora_rank`` + ``qk_rope_head_dim``), Gated DeltaNet
+hybrids (``layer_types`` / ``full_attention_interval``, ``linear_*``), MoE fields under their several
+names, MTP layers, vision towers, nested ``text_config`` and renamed keys (``dtype``/``torch_dtype``,
+``rope_parameters``).
+
+Which reader reads a config is data: the ``model_types`` of the family records in :mod:`vramdesk.core.families`;
+each record's ``reader`` is a key of ``_READERS``. ``fields`` holds the typed reader and the bounds, ``decoders``
+and ``legacy`` the per-family readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..architecture import Architecture, ConfigError
+from ..families import LLAMA, Family, family_for_model_type
+from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
+from .fields import _Cfg, _finite, _model_type, _text_and_outer
+from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+
+#: a family's reader: (config, outer config, model_type lower-cased without "_text", the family record)
+Reader = Callable[[_Cfg, Mapping[str, Any], str, Family], Architecture]
+
+#: family record's ``reader`` -> the function that reads its configs
+_READERS: dict[str, Reader] = {
+    "llama": _llama_like,
+    "gemma": _gemma,
+    "gpt_oss": _gpt_oss,
+    "llama4": _llama4,
+    "deepseek_v3": _deepseek,
+    "qwen_hybrid": _qwen_hybrid,
+    "qwen": _qwen_v1,
+    "gpt_bigcode": _gpt_bigcode,
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+    "bloom": _bloom,
+    "phi": _phi,
+}
+
+
+def normalize(config: Mapping[str, Any]) -> Architecture:
+    """Read a Hugging Face ``config.json`` dict into an :class:`Architecture`.
+
+    Raises :class:`ConfigError` naming the model type and the field when something needed is missing or
+    impossible. Unknown model types with the standard decoder fields go through the generic path and carry
+    a warning.
+    """
+    text, outer = _text_and_outer(config)
+    _finite(outer, "")
+    model_type = _model_type(text, outer)
+    mt = model_type.lower()
+    base = mt.removesuffix("_text")
+    c = _Cfg(text, model_type)
+    fam = family_for_model_type(base)
+    if fam is not None:
+        arch = _READERS[fam.reader](c, outer, base, fam)
+    else:
+        try:
+            arch = _llama_like(c, outer, base, LLAMA)
+        except ConfigError as err:
+            raise ConfigError(
+                f"unsupported model_type '{model_type}': not a known architecture, and the generic decoder "
+                f"path needs hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and "
+                f"vocab_size ({err})"
+            ) from err
+        arch = arch.model_copy(
+            update={
+                "warnings": (
+                    *arch.warnings,
+                    f"model_type '{model_type}' is not one vramdesk knows: estimated as a generic Llama-style "
+                    "decoder (RMSNorm, gated MLP, rotary); check the parameter total against the checkpoint",
+                )
+            }
+        )
+    return arch

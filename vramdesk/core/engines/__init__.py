@@ -1,0 +1,42 @@
+"""The serving engines, one module each, behind a small registry.
+
+``ENGINES`` maps the scenario's engine names (``scenario.Engine``) to the engine objects; ``engine(name)`` is the
+lookup callers use instead of comparing names. Every engine answers the questions of :class:`Engine`: its run, its
+KV rule per layer kind, its tensor-parallel check and the capabilities the estimator, the speed model and the solver
+branch on.
+"""
+
+from __future__ import annotations
+
+from . import llamacpp, transformers, vllm
+from .base import Context, Engine, EngineRun, torch_context
+from .vllm import vllm_kv_share, vllm_tp_problem
+
+#: name -> engine, in the order the scenario's literal lists them
+ENGINES: dict[str, Engine] = {e.name: e for e in (transformers.ENGINE, vllm.ENGINE, llamacpp.ENGINE)}
+
+
+class UnknownEngineError(ValueError):
+    """An engine name the registry does not know."""
+
+
+def engine(name: str) -> Engine:
+    """The engine called ``name`` (as ``scenario.Engine`` spells it)."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        known = ", ".join(ENGINES)
+        raise UnknownEngineError(f"unknown engine {name!r}: the engines are {known}") from None
+
+
+__all__ = [
+    "ENGINES",
+    "Context",
+    "Engine",
+    "EngineRun",
+    "UnknownEngineError",
+    "engine",
+    "torch_context",
+    "vllm_kv_share",
+    "vllm_tp_problem",
+]

@@ -1,0 +1,242 @@
+"""Inference as phases, per engine: load -> prefill -> decode. The peak is the maximum over phases.
+
+Each engine's run returns an :class:`EngineRun` for GPU 0 (the busiest one): the phases with their
+components (what ``torch.cuda.max_memory_allocated`` would see), the device-level extras (CUDA context,
+non-torch memory), reserved-pool slack, host memory and engine-specific answers.
+
+This module holds what the engines share: the :class:`Context` a run reads, the :class:`EngineRun` it returns, the
+pieces more than one engine prices (weights, one layer's transient, the CUDA context of a PyTorch process) and the
+:class:`Engine` every engine module implements: the questions the estimator asks of an engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from math import ceil
+
+from .. import constants as K
+from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
+from ..gpu import GIB, GpuSpec
+from ..kv_layers import KvOptions
+from ..result import Component, EngineInfo, Phase
+from ..scenario import InferenceWorkload
+from ..weights import WeightBytes
+
+
+@dataclass
+class Context:
+    arch: Architecture
+    weights: WeightBytes
+    weights_label: str
+    on_the_fly: bool
+    compute_bytes: int
+    kv_bits: float
+    kv_label: str
+    work: InferenceWorkload
+    input_len: int
+    gpu: GpuSpec | None
+    gpu_count: int
+    tp: int
+    weight_kind: str
+    pp: int = 1
+    weight_bits: int | None = None
+
+
+@dataclass
+class EngineRun:
+    phases: list[Phase]
+    #: beyond the allocator: CUDA context, non-torch memory (GPU 0)
+    device_extra: list[Component]
+    #: reserved-minus-allocated slack at the peak (allocator rounding, fragmentation)
+    reserved_slack: int
+    reserved_explain: str
+    host_bytes: int
+    info: EngineInfo
+    warnings: list[str] = field(default_factory=list)
+    #: fraction of the model GPU 0 holds when it is split over several GPUs (for per-GPU figures)
+    gpu_count: int = 1
+    #: phases of every GPU when the model is split (GPU 0 first); empty = all GPUs alike
+    per_gpu_phases: list[list[Phase]] = field(default_factory=list)
+    per_gpu_slack: list[int] = field(default_factory=list)
+    #: engines with a fixed budget (vLLM): the least memory the requests need, and the budget it must fit
+    fit_required: int | None = None
+    fit_budget: int | None = None
+    fit_budget_label: str = ""
+
+
+def torch_context(gpu: GpuSpec | None) -> Component:
+    """The CUDA context of a PyTorch process: outside the caching allocator, inside nvidia-smi's figure."""
+    if gpu is not None and gpu.sm_major >= 9:
+        return Component(
+            name="CUDA context",
+            bytes=K.CUDA_CONTEXT_TORCH_HOPPER,
+            category="overhead",
+            explain="CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's allocator, "
+            "visible in nvidia-smi (760 MiB measured on an H200 with torch 2.11 / CUDA 13)",
+        )
+    return Component(
+        name="CUDA context",
+        bytes=K.CUDA_CONTEXT_TORCH,
+        category="overhead",
+        explain="CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's "
+        "allocator, visible in nvidia-smi (0.3-0.8 GiB reported; 500 MiB used)",
+    )
+
+
+def fmt_gib(n: float) -> str:
+    return f"{n / GIB:.2f} GiB"
+
+
+def weights_component(ctx: Context, share: float = 1.0, note: str = "") -> Component:
+    w = ctx.weights
+    return Component(
+        name="weights",
+        bytes=round(w.total * share),
+        category="weights",
+        explain=(
+            f"{w.params:,} parameters in {ctx.weights_label}: {w.bits_per_param:.3f} bits per parameter on "
+            f"average, summed tensor by tensor over the inventory ({w.quantized_params:,} quantised)"
+            + (f"; {note}" if note else "")
+        ),
+    )
+
+
+def _dense_layer_transient(arch: Architecture, layer: LayerSpec, n: int, c: int, *, moe_loop: bool) -> tuple[int, str]:
+    """Bytes alive inside one decoder layer's MLP during a forward of ``n`` tokens (beyond weights and cache)."""
+    h = arch.hidden
+    if layer.moe is None:
+        width = layer.intermediate
+        if arch.mlp_gated:
+            b = n * (3 * width + 3 * h) * c
+            return b, f"gated MLP: n x (3 x intermediate {width} + 3 x hidden {h}) x {c} B"
+        b = n * (2 * width + 3 * h) * c
+        return b, f"MLP: n x (2 x intermediate {width} + 3 x hidden {h}) x {c} B"
+    moe = layer.moe
+    routed = ceil(n * moe.top_k / moe.num_experts)
+    expert = routed * (3 * moe.expert_intermediate + 2 * h) * c
+    shared = n * (3 * moe.shared_intermediate + 2 * h) * c if moe.shared_intermediate else 0
+    b = n * h * c * 2 + n * moe.num_experts * 4 + max(expert, shared)
+    return b, (
+        f"MoE (expert loop, balanced routing): router logits n x {moe.num_experts} x 4 B + accumulator "
+        f"n x hidden + the larger of one expert's {routed} tokens x (3 x {moe.expert_intermediate} + 2 x {h}) "
+        f"and the shared expert"
+    )
+
+
+def _attention_transient(
+    arch: Architecture, layer: LayerSpec, n: int, seqs: int, s: int, c: int, attention: str
+) -> tuple[int, str]:
+    h = arch.hidden
+    if layer.attention == AttentionKind.LINEAR and layer.linear is not None:
+        lin = layer.linear
+        proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
+        b = n * (proj * c + (2 * lin.key_dim + 2 * lin.value_dim) * 4 + 2 * h * c)
+        return b, "Gated DeltaNet: projections + fp32 q/k/v/output of the chunked delta rule"
+    q_w = layer.n_heads * layer.head_dim
+    if layer.attention == AttentionKind.MLA:
+        kv_w = layer.n_heads * (layer.head_dim + layer.v_head_dim)
+    else:
+        kv_w = layer.n_kv_heads * (layer.head_dim + layer.v_head_dim)
+    b = n * (3 * q_w + 2 * kv_w + 2 * h) * c
+    text = "attention: q, k, v before and after RoPE and the output, n x (3 q + 2 kv + 2 hidden) widths"
+    if attention == "eager":
+        kept = min(s, layer.window or s)
+        scores = round(K.EAGER_SCORES_BYTES * seqs * layer.n_heads * s * kept)
+        b += scores
+        text += f"; eager scores {K.EAGER_SCORES_BYTES} B x heads {layer.n_heads} x s x kept keys"
+    return b, text
+
+
+def max_layer_transient(arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str) -> tuple[int, str]:
+    best, text = 0, ""
+    seen: set[tuple[object, ...]] = set()
+    for layer in arch.layers:
+        key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe)
+        if key in seen:
+            continue
+        seen.add(key)
+        m, mt = _dense_layer_transient(arch, layer, n, c, moe_loop=True)
+        a, at = _attention_transient(arch, layer, n, seqs, s, c, attention)
+        if m > best:
+            best, text = m, mt
+        if a > best:
+            best, text = a, at
+    return best, text
+
+
+class Engine(ABC):
+    """A serving engine: its run, the KV rule it answers per layer kind (:class:`~vramdesk.core.kv_layers.KvRule`),
+    its tensor-parallel check and the capabilities the estimator, the speed model and the solver ask about.
+
+    Every engine module (``transformers``, ``vllm``, ``llamacpp``) answers every question; the registry in
+    :mod:`vramdesk.core.engines` holds one instance of each."""
+
+    #: the scenario's name (``scenario.Engine``)
+    name: str
+    #: the name in words
+    display_name: str
+
+    # ---- capabilities the callers branch on
+    #: loads the vision tower of a multimodal checkpoint (llama.cpp keeps it in a separate mmproj file)
+    loads_vision: bool
+    #: runs GGUF files as they are (the others dequantise them on load)
+    runs_gguf: bool
+    #: KV dtype that kv_dtype "auto" means, or None for the compute dtype
+    auto_kv_dtype: str | None
+    #: serves across machines (pipeline stages over Ray): tp x pp may exceed one machine's GPUs
+    serves_across_machines: bool
+    #: more GPUs serve it as tensor parallel over all of them (else the layers are split across them)
+    grows_by_tensor_parallel: bool
+    #: reads parallelism.tp (llama.cpp has no tensor parallel: its multi-GPU split is --split-mode)
+    reads_tp: bool
+    #: device_map fills the GPUs in order, so more GPUs than the model needs may get no layers
+    may_leave_gpus_empty: bool
+    #: weights spilled to CPU memory are copied to the GPU for every forward (accelerate's offload)
+    streams_offloaded_weights: bool
+    #: offloads n_gpu_layers of the layers to the GPU and runs the others on the CPU
+    offloads_gpu_layers: bool
+    #: pre-allocates a pool of gpu_memory_utilization x the GPU (weights, activations, graphs and KV inside it)
+    has_pool_budget: bool
+    #: CPU launch overhead per layer and decode step (s), unless the efficiency settings give one
+    step_overhead_per_layer_s: float
+    #: lighter weight formats the solver may suggest: (format, quality cost, speed cost)
+    lighter_weights: tuple[tuple[str, float, float], ...]
+    #: lighter KV dtypes the solver may suggest: (dtype, quality cost)
+    lighter_kv: tuple[tuple[str, float], ...]
+
+    # ---- the KV rule (kv_layers.KvRule)
+    #: MLA layers: the cache holds the expanded K and V of every head (else one latent per token)
+    expands_mla: bool
+
+    @abstractmethod
+    def full_tokens(self, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a full-attention layer keeps."""
+
+    @abstractmethod
+    def sliding_tokens(self, window: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a sliding-window layer keeps."""
+
+    @abstractmethod
+    def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a chunked-local-attention layer keeps."""
+
+    @abstractmethod
+    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+        """Bytes of one sequence's constant state of a linear-attention layer."""
+
+    # ---- the run
+    @abstractmethod
+    def run(self, ctx: Context) -> EngineRun:
+        """The phases of GPU 0 (and of every GPU when they differ) for ``ctx``."""
+
+    @abstractmethod
+    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+        """Why the engine refuses tensor parallel ``tp`` for this model, or None."""
+
+    @abstractmethod
+    def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
+        """Prompt tokens one prefill forward takes (the speed model's passes over the weights)."""
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name}>"

@@ -1,0 +1,311 @@
+"""llama.cpp: layers offloaded to the GPU (n_gpu_layers), one cell pool for all sequences, ggml's compute buffer,
+the --split-mode layer / row splits over GPUs, and llama.cpp's KV rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from .. import constants as K
+from ..architecture import Architecture, LayerSpec, LinearAttnSpec
+from ..kv import KvPlan, plan_kv
+from ..kv_layers import KvOptions, pad
+from ..parallel import split_layers
+from ..result import Component, EngineInfo, Phase
+from ..scenario import InferenceWorkload
+from .base import Context, Engine, EngineRun, fmt_gib
+
+
+def _gpu_weights(ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu: bool) -> tuple[Component, int, int]:
+    """The weights of the offloaded layers (and of the output layer): the component, its bytes and the bytes
+    left in host memory."""
+    arch = ctx.arch
+    n_layers = arch.n_layers
+    w = ctx.weights
+    gpu_w = sum(b_ for i, b_ in w.per_layer.items() if i in on_gpu)
+    if output_on_gpu:
+        gpu_w += w.head + w.other
+    if arch.tie_embeddings and output_on_gpu:
+        gpu_w += w.embedding  # tied output: the token embedding matrix doubles as the output layer
+    host_w = w.total - gpu_w
+    if arch.tie_embeddings and output_on_gpu:
+        host_w += w.embedding
+    weights = Component(
+        name="weights",
+        bytes=gpu_w,
+        category="weights",
+        explain=(
+            f"{ctx.weights_label}: {gpu_layers} of {n_layers} layers on the GPU"
+            + (" + output layer" if output_on_gpu else "")
+            + f"; token embeddings in host memory ({fmt_gib(w.embedding)})"
+        ),
+    )
+    return weights, gpu_w, host_w
+
+
+def _kv_for(ctx: Context, layers: tuple[LayerSpec, ...] | None) -> KvPlan:
+    work = ctx.work
+    opts = work.llamacpp
+    return plan_kv(
+        ctx.arch,
+        ENGINE,
+        tokens=ctx.input_len + work.output_len,
+        seqs=work.batch,
+        kv_bits=ctx.kv_bits,
+        compute_bytes=4,
+        n_ubatch=opts.n_ubatch,
+        swa_full=opts.swa_full,
+        layers=layers,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _ComputeBuffer:
+    component: Component
+    #: the ubatch, the widest FFN intermediate, the output logits' and one layer's buffer bytes
+    ub: int
+    inter: int
+    logits: int
+    layer_buf: int
+
+
+def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool) -> _ComputeBuffer:
+    arch, work = ctx.arch, ctx.work
+    opts = work.llamacpp
+    b, s_in = work.batch, ctx.input_len
+    ub = min(opts.n_ubatch, max(1, s_in * b))
+    inter = max(
+        (layer.intermediate or (layer.moe.expert_intermediate * layer.moe.top_k if layer.moe else 0))
+        for layer in arch.layers
+    )
+    heads = max(layer.n_heads for layer in arch.layers)
+    logits = ub * arch.vocab * 4 if output_on_gpu else 0
+    if opts.flash_attn:
+        layer_buf = ub * (3 * inter + 6 * arch.hidden) * 4
+        what = "flash attention: F32 FFN intermediates of one ubatch"
+    else:
+        layer_buf = ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
+        what = "no flash attention: F32 KQ scores of one ubatch over the whole context"
+    compute = max(logits, layer_buf) + ub * arch.hidden * 4
+    component = Component(
+        name="compute buffer",
+        bytes=compute,
+        category="activations",
+        explain=(
+            f"ggml graph for n_ubatch {ub}: the larger of the F32 output logits (ubatch x vocab {arch.vocab}) and "
+            f"{what}; buffers are reused across the graph, so the larger term dominates"
+        ),
+    )
+    return _ComputeBuffer(component=component, ub=ub, inter=inter, logits=logits, layer_buf=layer_buf)
+
+
+def _row_split(
+    ctx: Context, weights: Component, comps: list[Component], gpu_w: int, n_split: int, buf: _ComputeBuffer
+) -> list[list[Phase]]:
+    """--split-mode row: every matrix of the offloaded layers (and the output layer) is split by rows over
+    the GPUs; the KV cache, the recurrent state and the compute buffer stay on the main GPU; each other
+    GPU keeps a scratch copy of the ubatch input and its slice of the matmul output"""
+    arch = ctx.arch
+    ub, inter = buf.ub, buf.inter
+    per_gpu_phases: list[list[Phase]] = []
+    share = gpu_w / n_split
+    scratch = ub * (arch.hidden + inter) * 4
+    for g in range(n_split):
+        main = g == 0
+        w_comp = weights.model_copy(
+            update={
+                "bytes": round(share),
+                "explain": f"{ctx.weights_label}: split by rows over {n_split} GPUs (--split-mode row), 1/"
+                f"{n_split} of every offloaded matrix on GPU {g}",
+            }
+        )
+        if main:
+            g_comps = [w_comp, *comps[1:]]
+        else:
+            g_comps = [
+                w_comp,
+                Component(
+                    name="row-split scratch",
+                    bytes=scratch,
+                    category="activations",
+                    explain=f"a copy of the F32 ubatch input and this GPU's slice of the matmul output "
+                    f"(n_ubatch {ub} x (hidden {arch.hidden} + {inter}) x 4 B)",
+                ),
+            ]
+        per_gpu_phases.append(
+            [Phase(name="load", components=(w_comp,)), Phase(name="generate", components=tuple(g_comps))]
+        )
+    return per_gpu_phases
+
+
+def _layer_split(
+    ctx: Context,
+    comps: list[Component],
+    on_gpu: set[int],
+    output_on_gpu: bool,
+    n_split: int,
+    buf: _ComputeBuffer,
+) -> list[list[Phase]]:
+    """--split-mode layer (the default): the offloaded layers are divided between the GPUs in order, the
+    output layer and the logits buffer go with the last one; every GPU has its own compute buffer"""
+    arch, w = ctx.arch, ctx.weights
+    weights, kv = comps[0], comps[1]
+    ub, logits, layer_buf = buf.ub, buf.logits, buf.layer_buf
+    per_gpu_phases: list[list[Phase]] = []
+    offloaded = sorted(on_gpu)
+    for g, part in enumerate(split_layers(len(offloaded), n_split)):
+        idx = {offloaded[i] for i in part}
+        last = g == n_split - 1
+        w_g = sum(b_ for i, b_ in w.per_layer.items() if i in idx)
+        if last and output_on_gpu:
+            w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
+        p_g = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
+        c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
+        where = f"GPU {g}: layers {min(idx)}-{max(idx)}" + (" + output layer" if last and output_on_gpu else "")
+        g_comps = [
+            weights.model_copy(update={"bytes": w_g, "explain": f"{ctx.weights_label}; {where}"}),
+            kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": f"{p_g.explain}; {where}"}),
+        ]
+        if p_g.state_bytes:
+            g_comps.append(comps[2].model_copy(update={"bytes": p_g.state_bytes}))
+        g_comps.append(comps[-1].model_copy(update={"bytes": c_g}))
+        per_gpu_phases.append(
+            [Phase(name="load", components=(g_comps[0],)), Phase(name="generate", components=tuple(g_comps))]
+        )
+    return per_gpu_phases
+
+
+def llamacpp_run(ctx: Context) -> EngineRun:
+    arch, work = ctx.arch, ctx.work
+    opts = work.llamacpp
+    b, s_in, s_out = work.batch, ctx.input_len, work.output_len
+    seq_len = s_in + s_out
+    n_layers = arch.n_layers
+    ngl = n_layers + 1 if opts.n_gpu_layers is None else min(opts.n_gpu_layers, n_layers + 1)
+    gpu_layers = min(ngl, n_layers)
+    # llama.cpp offloads the last n_gpu_layers repeating layers; the output layer goes to the GPU only when
+    # n_gpu_layers exceeds the layer count; token embeddings stay in host memory
+    on_gpu = set(range(n_layers - gpu_layers, n_layers))
+    output_on_gpu = ngl > n_layers
+    weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu)
+    plan = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in on_gpu))
+    plan_all = _kv_for(ctx, None)
+    kv = Component(
+        name="KV cache",
+        bytes=plan.kv_bytes,
+        category="kv_cache",
+        explain=f"n_ctx {seq_len * b} cells: {plan.explain}; {ctx.kv_label}",
+    )
+    comps = [weights, kv]
+    if plan.state_bytes:
+        comps.append(
+            Component(
+                name="recurrent state",
+                bytes=plan.state_bytes,
+                category="state",
+                explain=f"F32 conv + delta-rule state: {plan.state_bytes_per_sequence:,} B per sequence",
+            )
+        )
+    n_ctx = plan_all.kv_bytes and seq_len * b
+    buf = _compute_buffer(ctx, n_ctx, output_on_gpu)
+    ub = buf.ub
+    comps.append(buf.component)
+    host_kv = plan_all.kv_bytes - plan.kv_bytes + plan_all.state_bytes - plan.state_bytes
+    host = host_w + host_kv + (0 if output_on_gpu else ub * arch.vocab * 4)
+    context = Component(
+        name="CUDA context",
+        bytes=K.LLAMACPP_CONTEXT,
+        category="overhead",
+        explain="CUDA context and cuBLAS handle of a ggml-cuda process",
+    )
+    phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
+    per_gpu_phases: list[list[Phase]] = []
+    n_split = min(max(1, ctx.gpu_count), max(1, gpu_layers))
+    if n_split > 1 and opts.split_mode == "row":
+        # --split-mode row spreads the matrices over every GPU (see _row_split)
+        n_split = max(1, ctx.gpu_count)
+        per_gpu_phases = _row_split(ctx, weights, comps, gpu_w, n_split, buf)
+        phases = per_gpu_phases[0]
+    elif n_split > 1:
+        per_gpu_phases = _layer_split(ctx, comps, on_gpu, output_on_gpu, n_split, buf)
+        phases = per_gpu_phases[0]
+    info = EngineInfo(
+        engine="llamacpp",
+        kv_bytes_per_token=plan_all.bytes_per_token_growing,
+        state_bytes_per_sequence=plan_all.state_bytes_per_sequence,
+        gpu_layers=gpu_layers,
+        total_layers=n_layers,
+    )
+    warnings = []
+    if ctx.weight_kind != "gguf":
+        warnings.append(f"llama.cpp runs GGUF files; {ctx.weights_label} was priced as stored")
+    return EngineRun(
+        phases=phases,
+        device_extra=[context],
+        reserved_slack=0,
+        reserved_explain="ggml allocates fixed buffers: reserved = allocated",
+        host_bytes=host,
+        info=info,
+        gpu_count=max(1, n_split),
+        per_gpu_phases=per_gpu_phases,
+        per_gpu_slack=[0] * len(per_gpu_phases),
+        warnings=warnings,
+    )
+
+
+class LlamacppEngine(Engine):
+    """llama.cpp: GGUF files, n_gpu_layers offloaded to the GPU, one KV cell pool for all sequences."""
+
+    name = "llamacpp"
+    display_name = "llama.cpp"
+    # llama.cpp keeps the vision tower of a multimodal checkpoint in mmproj
+    loads_vision = False
+    runs_gguf = True
+    # ggml's default cache type: F16 K and V (--cache-type-k / -v f16)
+    auto_kv_dtype = "fp16"
+    serves_across_machines = False
+    grows_by_tensor_parallel = False
+    reads_tp = False
+    may_leave_gpus_empty = False
+    streams_offloaded_weights = False
+    offloads_gpu_layers = True
+    has_pool_budget = False
+    step_overhead_per_layer_s = 0.0
+    lighter_weights = (("q8_0", 1.0, 0.0), ("q6_k", 2.0, 0.0), ("q5_k_m", 2.0, 0.0), ("q4_k_m", 3.0, 0.0))
+    lighter_kv = (("q8_0", 1.0), ("q4_0", 3.0))
+    # one latent per token (V is a view of K)
+    expands_mla = False
+
+    def full_tokens(self, tokens: int, seqs: int, opts: KvOptions) -> int:
+        # llama.cpp: one cell pool for all sequences
+        total = pad(tokens * seqs, 256)
+        return ceil(total / seqs)
+
+    def sliding_tokens(self, window: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        # llama.cpp: one cell pool for all sequences
+        total = pad(tokens * seqs, 256)
+        if not opts.swa_full:
+            total = min(total, pad(window * seqs + opts.n_ubatch, 256))
+        return ceil(total / seqs)
+
+    def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        # the chunked SWA type: kept as a sliding window of the chunk size
+        return self.sliding_tokens(chunk, tokens, seqs, opts)
+
+    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+        lin = linear
+        return 4 * ((lin.conv_kernel - 1) * lin.conv_dim + lin.recurrent_elements)
+
+    def run(self, ctx: Context) -> EngineRun:
+        return llamacpp_run(ctx)
+
+    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+        # llama.cpp has no tensor parallel: parallelism.tp is not read (its multi-GPU split is --split-mode)
+        return None
+
+    def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
+        # the prompt is processed n_ubatch tokens at a time
+        return work.llamacpp.n_ubatch
+
+
+ENGINE = LlamacppEngine()

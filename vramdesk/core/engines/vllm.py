@@ -1,0 +1,250 @@
+"""vLLM: the profile run, the KV pool inside gpu_memory_utilization, tensor / pipeline parallel shards, and
+vLLM's KV rule (paged KV, hybrid allocator windows, MLA latent)."""
+
+from __future__ import annotations
+
+from .. import constants as K
+from ..architecture import Architecture, AttentionKind, LinearAttnSpec
+from ..kv import KvPlan, plan_kv
+from ..kv_layers import KvOptions, pad
+from ..result import Component, EngineInfo, Phase
+from ..scenario import InferenceWorkload, VllmOptions
+from .base import Context, Engine, EngineRun, fmt_gib, max_layer_transient, weights_component
+
+
+def vllm_tp_problem(arch: Architecture, tp: int) -> str | None:
+    """Why vLLM refuses tensor parallel ``tp`` for this model (its config checks), or None: the attention heads
+    must split evenly, and the KV heads either split evenly or divide ``tp`` (each rank then keeps a copy)."""
+    if tp <= 1 or not arch.layers:
+        return None
+    layer = arch.layers[0]
+    if layer.n_heads % tp:
+        return f"vLLM: tensor parallel {tp} does not divide the {layer.n_heads} attention heads"
+    kv = layer.n_kv_heads
+    if layer.attention != AttentionKind.MLA and kv and (kv % tp if kv >= tp else tp % kv):
+        return f"vLLM: tensor parallel {tp} and the {kv} KV heads: one must divide the other"
+    return None
+
+
+def vllm_kv_share(arch: Architecture, tp: int) -> float:
+    """The fraction of a layer's KV one tensor-parallel rank holds: 1/tp while the KV heads split, else one head
+    (vLLM replicates KV heads when there are fewer than ranks); MLA's latent is whole on every rank."""
+    shares = [
+        max(1, layer.n_kv_heads // tp) / layer.n_kv_heads
+        for layer in arch.layers
+        if layer.attention != AttentionKind.MLA and layer.n_kv_heads
+    ]
+    return max(shares, default=1.0)
+
+
+def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
+    arch, opts = ctx.arch, ctx.work.vllm
+    c = ctx.compute_bytes
+    seq_len = ctx.input_len + ctx.work.output_len
+    # profile run: one forward of max_num_batched_tokens tokens (split over sequences) + the sampler for
+    # max_num_seqs sequences; activations are sharded by TP for the MLP/attention widths
+    layer_b, layer_text = max_layer_transient(arch, batched, 1, min(batched, seq_len), c, "flash")
+    layer_b = round(layer_b / tp)
+    sampler = opts.max_num_seqs * arch.vocab * 4 * 2
+    act = layer_b + sampler + batched * arch.hidden * c * 2
+    return Component(
+        name="profile-run activations",
+        bytes=act,
+        category="activations",
+        explain=(
+            f"vLLM profiles one step of max_num_batched_tokens {batched}: {layer_text} (/ TP {tp}), plus "
+            f"fp32 logits and sampler buffers for max_num_seqs {opts.max_num_seqs} x vocab {arch.vocab}"
+        ),
+    )
+
+
+def _cuda_graphs(opts: VllmOptions) -> list[Component]:
+    return (
+        []
+        if opts.enforce_eager
+        else [
+            Component(
+                name="CUDA graphs",
+                bytes=K.VLLM_CUDA_GRAPHS,
+                category="overhead",
+                explain="CUDA-graph capture pool (enforce_eager=False); vLLM budgets it inside gpu_memory_utilization",
+            )
+        ]
+    )
+
+
+def _non_torch(tp: int) -> Component:
+    non_torch = K.VLLM_NON_TORCH + (K.VLLM_NON_TORCH_TP_EXTRA if tp > 1 else 0)
+    return Component(
+        name="non-torch memory",
+        bytes=non_torch,
+        category="overhead",
+        explain="CUDA context, cuBLAS/NCCL handles"
+        + (" and custom all-reduce buffers" if tp > 1 else "")
+        + " (vLLM counts it inside gpu_memory_utilization)",
+    )
+
+
+def _kv_pool(
+    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float
+) -> tuple[Component, dict[str, int | None], list[str]]:
+    """The KV pool gpu_memory_utilization leaves (or, with no GPU chosen, the KV the requests need), the pool's
+    answers and its warnings."""
+    opts = ctx.work.vllm
+    b = ctx.work.batch
+    seq_len = ctx.input_len + ctx.work.output_len
+    warnings: list[str] = []
+    info_kwargs: dict[str, int | None] = {}
+    if ctx.gpu is not None:
+        pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
+        kv_pool = max(0, pool - fixed)
+        capacity = int(kv_pool // per_tok) if per_tok else None
+        per_seq = (need_kv / b) if b else 0
+        max_seqs = int(kv_pool // per_seq) if per_seq else opts.max_num_seqs
+        info_kwargs = {
+            "pool_bytes": pool,
+            "kv_capacity_tokens": capacity,
+            "max_concurrent_sequences": min(max_seqs, opts.max_num_seqs),
+        }
+        kv = Component(
+            name="KV cache pool",
+            bytes=kv_pool,
+            category="pool",
+            explain=(
+                f"gpu_memory_utilization {opts.gpu_memory_utilization} x {fmt_gib(ctx.gpu.memory_bytes)} = "
+                f"{fmt_gib(pool)}, minus weights, profile activations, graphs and non-torch memory; holds "
+                f"{capacity:,} tokens at {per_tok:,.0f} B/token (every layer counted, as vLLM reports it); your "
+                f"{b} x {seq_len} tokens need {fmt_gib(need_kv)}: {plan.explain}"
+            ),
+        )
+        if need_kv > kv_pool:
+            warnings.append(
+                f"vLLM: the KV pool ({fmt_gib(kv_pool)}) is smaller than {b} sequences of {seq_len} tokens need "
+                f"({fmt_gib(need_kv)}); vLLM will queue requests or refuse max_model_len {seq_len}"
+            )
+    else:
+        kv = Component(
+            name="KV cache",
+            bytes=need_kv,
+            category="kv_cache",
+            explain=f"paged KV for {b} x {seq_len} tokens in {opts.block_size}-token blocks: {plan.explain}; "
+            "no GPU chosen, so no pool size: this is the minimum the requests need",
+        )
+        warnings.append("vLLM pre-allocates gpu_memory_utilization x the GPU's memory: choose a GPU to see the pool")
+    return kv, info_kwargs, warnings
+
+
+def vllm_run(ctx: Context) -> EngineRun:
+    arch, work = ctx.arch, ctx.work
+    opts = work.vllm
+    c = ctx.compute_bytes
+    tp = max(1, ctx.tp)
+    pp = max(1, ctx.pp)
+    b, s_in, s_out = work.batch, ctx.input_len, work.output_len
+    seq_len = s_in + s_out
+    batched = opts.max_num_batched_tokens or max(8192, 0)
+    warnings: list[str] = []
+    # tensor parallel shards every layer; pipeline parallel gives each stage 1/pp of the layers
+    w_share = 1.0 / (tp * pp)
+    weights = weights_component(
+        ctx, w_share, "" if tp * pp == 1 else f"tensor parallel {tp} x pipeline parallel {pp}: one GPU's shard"
+    )
+    activations = _profile_activations(ctx, batched, tp)
+    act = activations.bytes
+    graphs = _cuda_graphs(opts)
+    kv_bits = ctx.kv_bits
+    kv_layers = arch.layers
+    plan = plan_kv(
+        arch,
+        ENGINE,
+        tokens=seq_len,
+        seqs=b,
+        kv_bits=kv_bits,
+        compute_bytes=c,
+        block_size=opts.block_size,
+        batched_tokens=batched,
+        layers=kv_layers,
+    )
+    kv_div = 1 / vllm_kv_share(arch, tp) * pp
+    need_kv = round((plan.kv_bytes + plan.state_bytes) / kv_div)
+    non_torch_c = _non_torch(tp)
+    non_torch = non_torch_c.bytes
+    fixed = weights.bytes + act + sum(g.bytes for g in graphs) + non_torch
+    per_tok = plan.bytes_per_token_all_layers / kv_div
+    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok)
+    warnings.extend(pool_warnings)
+    serving = [weights, activations, *graphs, kv]
+    phases = [
+        Phase(name="load", components=(weights,)),
+        Phase(name="profile", components=(weights, activations)),
+        Phase(name="serving", components=tuple(serving)),
+    ]
+    info = EngineInfo(
+        engine="vllm", kv_bytes_per_token=per_tok, state_bytes_per_sequence=plan.state_bytes_per_sequence, **info_kwargs
+    )
+    return EngineRun(
+        phases=phases,
+        device_extra=[non_torch_c],
+        reserved_slack=0,
+        reserved_explain="vLLM allocates its KV pool in one piece: reserved = allocated",
+        host_bytes=0,
+        info=info,
+        warnings=warnings,
+        gpu_count=tp * pp,
+        fit_required=fixed + need_kv,
+        fit_budget=info_kwargs.get("pool_bytes"),
+        fit_budget_label=f"within gpu_memory_utilization {opts.gpu_memory_utilization}",
+    )
+
+
+class VllmEngine(Engine):
+    """vLLM: paged KV in a pool pre-allocated inside gpu_memory_utilization, tensor and pipeline parallel."""
+
+    name = "vllm"
+    display_name = "vLLM"
+    # transformers and vLLM load the vision tower of a multimodal checkpoint
+    loads_vision = True
+    runs_gguf = False
+    auto_kv_dtype = None
+    # vLLM runs tensor parallel inside a machine and pipeline stages across machines (Ray)
+    serves_across_machines = True
+    grows_by_tensor_parallel = True
+    reads_tp = True
+    may_leave_gpus_empty = False
+    streams_offloaded_weights = False
+    offloads_gpu_layers = False
+    has_pool_budget = True
+    step_overhead_per_layer_s = 0.0
+    lighter_weights = (("fp8", 1.0, 0.0), ("awq-int4", 3.0, 0.0))
+    lighter_kv = (("fp8", 1.0),)
+    expands_mla = False
+
+    def full_tokens(self, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return pad(tokens, opts.block_size)
+
+    def sliding_tokens(self, window: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        block_size = opts.block_size
+        return min(pad(tokens, block_size), pad(window - 1 + opts.batched_tokens, block_size) + block_size)
+
+    def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        block_size = opts.block_size
+        return min(pad(tokens, block_size), pad(chunk + opts.batched_tokens, block_size))
+
+    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+        lin = linear
+        state_bytes = 4 if lin.state_dtype == "fp32" else 2
+        conv_len = lin.conv_kernel - 1
+        return conv_len * lin.conv_dim * compute_bytes + lin.recurrent_elements * state_bytes
+
+    def run(self, ctx: Context) -> EngineRun:
+        return vllm_run(ctx)
+
+    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+        return vllm_tp_problem(arch, tp)
+
+    def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
+        # chunked prefill: max_num_batched_tokens per step
+        return work.vllm.max_num_batched_tokens or 8192
+
+
+ENGINE = VllmEngine()

@@ -1,0 +1,375 @@
+"""Model families as data: what each family's configs are called and how its checkpoints are laid out.
+
+One frozen :class:`Family` per family the normaliser knows. It holds what used to be spelled as comparisons of
+family names: the config ``model_type`` values its reader reads, the constants that reader applies (norm kind,
+MLP kind, the tied-embedding default), the tensor names of its checkpoints (Hugging Face module paths, matched
+against ``modules_to_not_convert``-style skip lists and LoRA targets) and the facts llama-quantize keys on.
+
+* :mod:`.config_readers` picks a config's reader with :func:`family_for_model_type`;
+* :mod:`.inventory` names and shapes the tensors of an :class:`~.architecture.Architecture` from
+  :func:`family_of`;
+* :func:`.facts.gguf_model_info` takes llama.cpp's view of the model from the same record.
+
+A *variant* is a record read by another family's reader (``reader`` differs from ``name``): Phi-3, Mixtral and
+OLMo 2 are read as Llama (``Architecture.family`` says "llama", which the model browser shows) but store some
+tensors under their own names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from .architecture import Architecture
+
+#: how an MLP stores its projections: "gated" = gate, up and down (SwiGLU / GeGLU; Qwen v1's w1, w2, c_proj);
+#: "plain" = up and down around an activation (GPT-2, NeoX, Falcon, BLOOM, Phi-1/2); "fused" = gate and up
+#: stacked in one matrix twice as wide, then down (Phi-3's gate_up_proj)
+MlpKind = Literal["gated", "plain", "fused"]
+
+#: how many projections an MLP of each kind names (the last is the down projection)
+_MLP_NAMES_PER_KIND: Mapping[MlpKind, int] = {"gated": 3, "plain": 2, "fused": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class MtpNames:
+    """Tensor names of the multi-token-prediction layers a checkpoint carries. Templates: ``{idx}`` = the MTP
+    layer's number after the decoder layers, ``{k}`` = its number among the MTP layers, ``{p}`` = its prefix."""
+
+    #: the layer's prefix (its attention, MLP and norms are named as in a decoder layer under it)
+    layer: str = "mtp.layers.{k}"
+    #: the projection that joins the embedding and the hidden state (kept unquantised in FP8 checkpoints)
+    proj: str = "mtp.fc"
+    embed_norm: str = "mtp.pre_fc_norm_embedding"
+    hidden_norm: str = "mtp.pre_fc_norm_hidden"
+    final_norm: str = "mtp.norm"
+
+
+#: Qwen3-Next / Qwen3.5: the MTP block lives under ``mtp.`` beside the decoder
+QWEN_MTP = MtpNames()
+#: DeepSeek-V3: the MTP layers continue the decoder's numbering (layer 61 of 61 + 1)
+DEEPSEEK_MTP = MtpNames(
+    layer="model.layers.{idx}",
+    proj="{p}.eh_proj",
+    embed_norm="{p}.enorm",
+    hidden_norm="{p}.hnorm",
+    final_norm="{p}.shared_head.norm",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One family: the configs it reads and the names, layout and quirks of its checkpoints.
+
+    Changing any field of a record changes what the core makes of that family's models
+    (``tests/core/test_families.py`` checks it): a field no code reads would be a quirk that changes nothing.
+    """
+
+    #: the record's key in :data:`FAMILIES`
+    name: str
+    #: the reader that reads its configs (a key of ``config_readers._READERS``) and what ``Architecture.family``
+    #: says; equal to ``name`` except for variants
+    reader: str
+    #: config ``model_type`` values it reads (lower case, without a ``_text`` suffix)
+    model_types: tuple[str, ...]
+
+    # -- constants its reader applies (Architecture.norm, .mlp_gated and the tie_word_embeddings default)
+    #: "rms" (RMSNorm, weight only) or "layer" (LayerNorm, weight and bias)
+    norm: Literal["rms", "layer"] = "rms"
+    #: the dense MLP's layout (:data:`MlpKind`); Architecture.mlp_gated is False for "plain"
+    mlp: MlpKind = "gated"
+    #: the input embedding doubles as the output head when the config has no ``tie_word_embeddings``
+    tied_by_default: bool = False
+
+    # -- tensor names: embedding, decoder layers, final norm and head
+    layers: str = "model.layers"
+    embed: str = "model.embed_tokens"
+    final_norm: str = "model.norm"
+    lm_head: str = "lm_head"
+    #: the two norms of a layer with two (one-norm layers have ``input_layernorm``, four-norm Gemma 2 / 3 layers
+    #: their sandwich norms)
+    layer_norms: tuple[str, str] = ("input_layernorm", "post_attention_layernorm")
+
+    # -- attention (MLA and linear-attention layers have names of their own, DeepSeek's and Qwen3-Next's)
+    #: the attention module under each layer
+    attn: str = "self_attn"
+    #: the one projection holding q, k and v stacked; None: separate q_proj, k_proj and v_proj
+    qkv_proj: str | None = None
+    o_proj: str = "o_proj"
+
+    # -- dense MLP under ``{layer}.mlp``: the input projections (as many as ``mlp`` needs), then the output one
+    mlp_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+
+    # -- mixture of experts, under each layer: the router, the routed experts and the shared expert (gate, up, down)
+    router: str = "mlp.gate"
+    experts: str = "mlp.experts"
+    #: the experts are two stacked parameters, gate and up fused: (E, 2I, H) and (E, H, I), with ``{name}_bias``
+    #: biases (transformers' GptOssExperts, Llama4TextExperts); otherwise one nn.Linear per expert for each of
+    #: gate, up and down, recorded stacked as ``{name}.weight``
+    fused_experts: bool = False
+    #: the experts' tensors: gate_up and down when fused, else gate, up and down
+    expert_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
+    shared_expert: str = "mlp.shared_expert"
+    #: names of the MTP layers, when the config has some (``Architecture.mtp_layers``)
+    mtp: MtpNames = QWEN_MTP
+
+    # -- llama.cpp
+    #: llama.cpp's name for the architecture where it changes llama-quantize's rules (only Falcon's does, for its
+    #: output / tied token_embd, ffn_down and attn_output types); None: the config's model_type stands in
+    gguf_arch: str | None = None
+    #: llama.cpp types a dense 80-layer model of this architecture LLM_TYPE_70B (Llama 2 / 3 70B, Qwen2 72B),
+    #: which bumps attn_v from Q3_K / Q4_K to Q5_K
+    gguf_70b_at_80_layers: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
+            raise ValueError(f"family {self.name}: a {self.mlp} MLP names {_MLP_NAMES_PER_KIND[self.mlp]} projections")
+        if len(self.expert_names) != (2 if self.fused_experts else 3):
+            raise ValueError(f"family {self.name}: fused experts name 2 tensors, per-expert layers 3")
+
+
+#: model types read as plain decoder-only "llama-like" stacks (RMSNorm, gated MLP, rotary); so are the variants
+#: below, and model types no record claims (with a warning)
+LLAMA = Family(
+    name="llama",
+    reader="llama",
+    model_types=(
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "granite",
+        "internlm2",
+        "yi",
+        "smollm3",
+        "qwen2_moe",
+        "qwen3_moe",
+        "cohere",
+        "starcoder2",
+        "deepseek",
+        "exaone",
+        "glm",
+        "hunyuan",
+    ),
+    gguf_70b_at_80_layers=True,
+)
+
+#: Phi-3 stores (and peft adapts) q, k and v as one qkv_proj, and gate and up stacked as one gate_up_proj
+PHI3 = replace(
+    LLAMA,
+    name="phi3",
+    model_types=("phi3",),
+    qkv_proj="qkv_proj",
+    mlp="fused",
+    mlp_names=("gate_up_proj", "down_proj"),
+)
+
+#: Mixtral keeps the original release's names: block_sparse_moe.gate and experts w1 (gate), w3 (up), w2 (down)
+MIXTRAL = replace(
+    LLAMA,
+    name="mixtral",
+    model_types=("mixtral",),
+    router="block_sparse_moe.gate",
+    experts="block_sparse_moe.experts",
+    expert_names=("w1", "w3", "w2"),
+)
+
+#: OLMo 2 normalises the outputs of attention and MLP, not their inputs
+OLMO2 = replace(
+    LLAMA,
+    name="olmo2",
+    model_types=("olmo2",),
+    layer_norms=("post_attention_layernorm", "post_feedforward_layernorm"),
+)
+
+#: Gemma 1 / 2 / 3: tied embeddings
+GEMMA = Family(name="gemma", reader="gemma", model_types=("gemma", "gemma2", "gemma3"), tied_by_default=True)
+
+#: gpt-oss: router under mlp.router, experts stored fused with biases
+GPT_OSS = Family(
+    name="gpt_oss",
+    reader="gpt_oss",
+    model_types=("gpt_oss",),
+    router="mlp.router",
+    fused_experts=True,
+    expert_names=("gate_up_proj", "down_proj"),
+)
+
+#: Llama 4: the MoE block is feed_forward (router, fused experts and one shared expert)
+LLAMA4 = Family(
+    name="llama4",
+    reader="llama4",
+    model_types=("llama4",),
+    router="feed_forward.router",
+    experts="feed_forward.experts",
+    fused_experts=True,
+    expert_names=("gate_up_proj", "down_proj"),
+    shared_expert="feed_forward.shared_expert",
+)
+
+#: DeepSeek-V2 / V3 and Kimi K2: MLA, n_shared_experts fused into mlp.shared_experts, MTP in the layer numbering
+DEEPSEEK_V3 = Family(
+    name="deepseek_v3",
+    reader="deepseek_v3",
+    model_types=("deepseek_v3", "deepseek_v2", "kimi_k2"),
+    shared_expert="mlp.shared_experts",
+    mtp=DEEPSEEK_MTP,
+)
+
+#: Qwen3-Next and Qwen3.5: Gated DeltaNet hybrids with an MTP block under mtp.
+QWEN_HYBRID = Family(name="qwen_hybrid", reader="qwen_hybrid", model_types=("qwen3_next", "qwen3_5", "qwen3_5_moe"))
+
+#: Qwen v1 (remote code): GPT-2 module names, fused c_attn, w1 / w2 / c_proj gated MLP, RMSNorm
+QWEN = Family(
+    name="qwen",
+    reader="qwen",
+    model_types=("qwen",),
+    layers="transformer.h",
+    embed="transformer.wte",
+    final_norm="transformer.ln_f",
+    layer_norms=("ln_1", "ln_2"),
+    attn="attn",
+    qkv_proj="c_attn",
+    o_proj="c_proj",
+    mlp_names=("w1", "w2", "c_proj"),
+)
+
+#: StarCoder / SantaCoder: GPT-2 module names and LayerNorm, plain MLP, tied embeddings
+GPT_BIGCODE = Family(
+    name="gpt_bigcode",
+    reader="gpt_bigcode",
+    model_types=("gpt_bigcode",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    layers="transformer.h",
+    embed="transformer.wte",
+    final_norm="transformer.ln_f",
+    layer_norms=("ln_1", "ln_2"),
+    attn="attn",
+    qkv_proj="c_attn",
+    o_proj="c_proj",
+    mlp_names=("c_fc", "c_proj"),
+)
+
+#: Pythia / GPT-NeoX: its own prefix, an untied head called embed_out
+GPT_NEOX = Family(
+    name="gpt_neox",
+    reader="gpt_neox",
+    model_types=("gpt_neox",),
+    norm="layer",
+    mlp="plain",
+    layers="gpt_neox.layers",
+    embed="gpt_neox.embed_in",
+    final_norm="gpt_neox.final_layer_norm",
+    lm_head="embed_out",
+    attn="attention",
+    qkv_proj="query_key_value",
+    o_proj="dense",
+    mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+)
+
+#: Falcon: BLOOM-style names; new_decoder_architecture layers have ln_attn and ln_mlp
+FALCON = Family(
+    name="falcon",
+    reader="falcon",
+    model_types=("falcon",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    layers="transformer.h",
+    embed="transformer.word_embeddings",
+    final_norm="transformer.ln_f",
+    layer_norms=("ln_attn", "ln_mlp"),
+    attn="self_attention",
+    qkv_proj="query_key_value",
+    o_proj="dense",
+    mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+    gguf_arch="falcon",
+)
+
+#: BLOOM: fused query_key_value, plain MLP, tied embeddings
+BLOOM = Family(
+    name="bloom",
+    reader="bloom",
+    model_types=("bloom",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    layers="transformer.h",
+    embed="transformer.word_embeddings",
+    final_norm="transformer.ln_f",
+    attn="self_attention",
+    qkv_proj="query_key_value",
+    o_proj="dense",
+    mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+)
+
+#: Phi-1 / Phi-2: Llama prefixes, LayerNorm, fc1 / fc2 MLP, output projection called dense
+PHI = Family(
+    name="phi",
+    reader="phi",
+    model_types=("phi",),
+    norm="layer",
+    mlp="plain",
+    final_norm="model.final_layernorm",
+    o_proj="dense",
+    mlp_names=("fc1", "fc2"),
+)
+
+#: every family, by name
+FAMILIES: Mapping[str, Family] = {
+    fam.name: fam
+    for fam in (
+        LLAMA,
+        PHI3,
+        MIXTRAL,
+        OLMO2,
+        GEMMA,
+        GPT_OSS,
+        LLAMA4,
+        DEEPSEEK_V3,
+        QWEN_HYBRID,
+        QWEN,
+        GPT_BIGCODE,
+        GPT_NEOX,
+        FALCON,
+        BLOOM,
+        PHI,
+    )
+}
+
+
+def _by_model_type() -> dict[str, Family]:
+    out: dict[str, Family] = {}
+    for fam in FAMILIES.values():
+        for mt in fam.model_types:
+            if mt in out:
+                raise ValueError(f"model_type '{mt}' is claimed by the families {out[mt].name} and {fam.name}")
+            out[mt] = fam
+    return out
+
+
+_BY_MODEL_TYPE = _by_model_type()
+#: variants by model type as the config spells it
+_VARIANTS = {mt: fam for fam in FAMILIES.values() if fam.reader != fam.name for mt in fam.model_types}
+
+
+def family_for_model_type(base: str) -> Family | None:
+    """The record whose reader reads configs of this ``model_type`` (lower case, ``_text`` removed); None for
+    a model type no family claims (the normaliser then tries the generic Llama path)."""
+    return _BY_MODEL_TYPE.get(base)
+
+
+def family_of(arch: Architecture) -> Family:
+    """The record whose tensor names and quirks ``arch`` has: a variant when the config's ``model_type``, as the
+    config spells it, is the variant's (the inventory has always matched it so: ``PHI3`` gets Llama's names),
+    else the family its reader named in ``Architecture.family``."""
+    variant = _VARIANTS.get(arch.model_type)
+    if variant is not None and variant.reader == arch.family:
+        return variant
+    fam = FAMILIES.get(arch.family)
+    if fam is None:
+        raise ValueError(f"{arch.model_type}: no family record for '{arch.family}' (known: {', '.join(FAMILIES)})")
+    return fam

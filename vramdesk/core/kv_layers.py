@@ -1,0 +1,196 @@
+"""One small frozen class per KV layer kind, after vLLM's ``vllm/v1/kv_cache_interface.py`` (``FullAttentionSpec``,
+``SlidingWindowSpec``, ``ChunkedLocalAttentionSpec``, ``MLAAttentionSpec``, ``MambaSpec``).
+
+Each class answers two questions for its kind: the elements one token stores, and the tokens one sequence keeps
+under an engine. The engine's part of the answer (the columns of the table in :mod:`vramdesk.core.kv`) is a
+:class:`KvRule`, which every engine of :mod:`vramdesk.core.engines` implements: a layer kind asks the rule the
+question for its kind, so neither the kind nor the engine is compared by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Protocol
+
+from .architecture import AttentionKind, LayerSpec, LinearAttnSpec, MlaSpec
+
+
+def pad(n: int, to: int) -> int:
+    """``n`` rounded up to a multiple of ``to`` (pages, cells)."""
+    return ceil(n / to) * to
+
+
+@dataclass(frozen=True, slots=True)
+class KvOptions:
+    """The engine settings the KV rules read: vLLM's page size (``block_size``) and ``max_num_batched_tokens``,
+    llama.cpp's ``n_ubatch`` and ``--swa-full``."""
+
+    block_size: int = 16
+    batched_tokens: int = 8192
+    n_ubatch: int = 512
+    swa_full: bool = False
+
+
+class KvRule(Protocol):
+    """An engine's answers to the KV questions, one per layer kind."""
+
+    @property
+    def name(self) -> str:
+        """The engine's name, as the scenario spells it."""
+        ...
+
+    @property
+    def expands_mla(self) -> bool:
+        """MLA layers: whether the cache holds the expanded K and V of every head (else one latent per token)."""
+        ...
+
+    def full_tokens(self, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a full-attention layer keeps."""
+        ...
+
+    def sliding_tokens(self, window: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a sliding-window layer keeps."""
+        ...
+
+    def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
+        """Tokens of one sequence a chunked-local-attention layer keeps."""
+        ...
+
+    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+        """Bytes of one sequence's constant state (conv window + recurrent state) of a linear-attention layer."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KvLayerSpec:
+    """A layer that stores nothing per token and no state (no attention)."""
+
+    def elements_per_token(self, rule: KvRule) -> int:
+        return 0
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return 0
+
+    def state_bytes_per_sequence(self, rule: KvRule, compute_bytes: int) -> int:
+        return 0
+
+    def describe(self, n: int, rule: KvRule) -> str:
+        """``n`` layers of this kind, in the words of the KV explanation."""
+        return ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttentionSpec(KvLayerSpec):
+    """K and V of every KV head: ``n_kv_heads x (k_head_dim + v_head_dim)`` elements per token."""
+
+    #: the layer kind's name in the explanation ("full", "sliding", ...)
+    kind: str
+    n_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    #: sliding window or attention chunk size (tokens)
+    window: int | None = None
+
+    def elements_per_token(self, rule: KvRule) -> int:
+        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+
+    def describe(self, n: int, rule: KvRule) -> str:
+        what = f"{n} {self.kind} layers x {self.n_kv_heads} kv heads x (k {self.head_dim} + v {self.v_head_dim})"
+        if self.window:
+            what += f", window {self.window}"
+        return what
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FullAttentionSpec(AttentionSpec):
+    """Every token of the context."""
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return rule.full_tokens(tokens, seqs, opts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlidingWindowSpec(AttentionSpec):
+    """The last ``window`` tokens (and what the engine keeps beyond them)."""
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return rule.sliding_tokens(self.window or tokens, tokens, seqs, opts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkedLocalAttentionSpec(AttentionSpec):
+    """The tokens of the current ``window``-token chunk (Llama 4's chunked attention)."""
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return rule.chunked_tokens(self.window or tokens, tokens, seqs, opts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MLAAttentionSpec(AttentionSpec):
+    """Multi-head latent attention: one latent per token, or the expanded K and V where the engine stores those."""
+
+    n_heads: int
+    mla: MlaSpec
+
+    def elements_per_token(self, rule: KvRule) -> int:
+        m = self.mla
+        if rule.expands_mla:
+            return self.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+        return m.kv_lora_rank + m.qk_rope_head_dim
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        return rule.full_tokens(tokens, seqs, opts)
+
+    def describe(self, n: int, rule: KvRule) -> str:
+        m = self.mla
+        if rule.expands_mla:
+            return (
+                f"{n} MLA layers x {self.n_heads} heads x (k {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
+                f"+ v {m.v_head_dim}) (transformers stores the expanded K and V)"
+            )
+        return f"{n} MLA layers x latent (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinearAttentionSpec(KvLayerSpec):
+    """Linear attention (Gated DeltaNet; vLLM's ``MambaSpec``): no per-token KV, a constant state per sequence."""
+
+    linear: LinearAttnSpec
+
+    def state_bytes_per_sequence(self, rule: KvRule, compute_bytes: int) -> int:
+        return rule.linear_state_bytes(self.linear, compute_bytes)
+
+
+_ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
+    AttentionKind.FULL: FullAttentionSpec,
+    AttentionKind.SLIDING: SlidingWindowSpec,
+    AttentionKind.CHUNKED: ChunkedLocalAttentionSpec,
+    # an MLA layer without its MLA geometry stores K and V per KV head, every token
+    AttentionKind.MLA: FullAttentionSpec,
+}
+
+
+def kv_layer(layer: LayerSpec) -> KvLayerSpec:
+    """The KV class of one decoder layer (the architecture sets ``linear`` on linear-attention layers only)."""
+    kind = layer.attention
+    if kind in (AttentionKind.LINEAR, AttentionKind.NONE):
+        return LinearAttentionSpec(linear=layer.linear) if layer.linear is not None else KvLayerSpec()
+    if kind == AttentionKind.MLA and layer.mla is not None:
+        return MLAAttentionSpec(
+            kind=kind.value,
+            n_kv_heads=layer.n_kv_heads,
+            head_dim=layer.head_dim,
+            v_head_dim=layer.v_head_dim,
+            window=layer.window,
+            n_heads=layer.n_heads,
+            mla=layer.mla,
+        )
+    spec = _ATTENTION_SPECS[kind]
+    return spec(
+        kind=kind.value,
+        n_kv_heads=layer.n_kv_heads,
+        head_dim=layer.head_dim,
+        v_head_dim=layer.v_head_dim,
+        window=layer.window,
+    )

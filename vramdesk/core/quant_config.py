@@ -1,0 +1,367 @@
+"""config.json ``quantization_config`` -> the weight format it describes.
+
+One reader per ``quant_method`` (gptq, awq, bitsandbytes, fp8, fbgemm_fp8, mxfp4, compressed-tensors,
+modelopt), each checking its fields (``_cfg_*``) and building the format with the constructors of
+:mod:`vramdesk.core.weight_format`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .dtype_names import DTYPE_BYTES, FormatError, _base_dtype
+from .weight_format import (
+    _LINEAR_ROLES,
+    WeightFormat,
+    _awq_format,
+    _bnb4_format,
+    _fbgemm_fp8_format,
+    _finish,
+    _fp8_format,
+    _gptq_format,
+    _group_text,
+    _int8_format,
+    _mxfp4_format,
+    _nvfp4_format,
+)
+
+__all__ = ["format_from_quantization_config"]
+
+
+# --------------------------------------------------------------------------------------------------
+# config.json quantization_config
+# --------------------------------------------------------------------------------------------------
+
+_KNOWN_METHODS = (
+    "awq",
+    "bitsandbytes",
+    "compressed-tensors",
+    "fbgemm_fp8",
+    "fp8",
+    "gptq",
+    "modelopt",
+    "mxfp4",
+)
+_MISSING = object()
+
+
+def _field(qc: Mapping[str, object], keys: tuple[str, ...]) -> object:
+    for k in keys:
+        if k in qc and qc[k] is not None:
+            return qc[k]
+    return _MISSING
+
+
+def _cfg_int(qc: Mapping[str, object], keys: tuple[str, ...], where: str, default: int | None = None) -> int:
+    v = _field(qc, keys)
+    if v is _MISSING:
+        if default is None:
+            raise FormatError(f"{where}: missing field '{keys[0]}'")
+        return default
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise FormatError(f"{where}: field '{keys[0]}' must be an integer, got {v!r}")
+    return v
+
+
+def _cfg_bool(qc: Mapping[str, object], keys: tuple[str, ...], where: str, default: bool) -> bool:
+    v = _field(qc, keys)
+    if v is _MISSING:
+        return default
+    if not isinstance(v, bool):
+        raise FormatError(f"{where}: field '{keys[0]}' must be true or false, got {v!r}")
+    return v
+
+
+def _cfg_str(qc: Mapping[str, object], keys: tuple[str, ...], where: str, default: str) -> str:
+    v = _field(qc, keys)
+    if v is _MISSING:
+        return default
+    if not isinstance(v, str):
+        raise FormatError(f"{where}: field '{keys[0]}' must be a string, got {v!r}")
+    return v.strip().lower()
+
+
+def _cfg_names(qc: Mapping[str, object], keys: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """A list of module names / patterns; nested lists (GPTQ modules_in_block_to_quantize) are flattened."""
+    v = _field(qc, keys)
+    if v is _MISSING:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    if not isinstance(v, list | tuple):
+        raise FormatError(f"{where}: field '{keys[0]}' must be a list of module names, got {v!r}")
+    out: list[str] = []
+    for item in v:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, list | tuple) and all(isinstance(x, str) for x in item):
+            out.extend(str(x) for x in item)
+        else:
+            raise FormatError(f"{where}: field '{keys[0]}' must hold module names, got {item!r}")
+    return tuple(out)
+
+
+def _cfg_map(v: object, where: str, key: str) -> Mapping[str, object]:
+    if not isinstance(v, Mapping) or not all(isinstance(k, str) for k in v):
+        raise FormatError(f"{where}: field '{key}' must be an object, got {v!r}")
+    return v
+
+
+def _from_gptq(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "gptq quantization_config"
+    bits = _cfg_int(qc, ("bits",), where)
+    group = _cfg_int(qc, ("group_size",), where)
+    fmt_name = _cfg_str(qc, ("checkpoint_format", "format"), where, "gptq")
+    if fmt_name not in ("gptq", "gptq_v2"):
+        raise FormatError(f"{where}: unsupported checkpoint_format {fmt_name!r} (known: gptq, gptq_v2)")
+    desc_act = _cfg_bool(qc, ("desc_act",), where, False)
+    _cfg_bool(qc, ("sym",), where, True)  # validated; qzeros are stored either way
+    lm_head = _cfg_bool(qc, ("lm_head",), where, False)
+    include = _cfg_names(qc, ("modules_in_block_to_quantize",), where)
+    skip = _cfg_names(qc, ("modules_to_not_convert",), where)
+    return _gptq_format(base, bits, group, skip=skip, include=include, lm_head=lm_head, desc_act=desc_act)
+
+
+def _from_awq(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "awq quantization_config"
+    bits = _cfg_int(qc, ("bits", "w_bit"), where)
+    group = _cfg_int(qc, ("group_size", "q_group_size"), where)
+    version = _cfg_str(qc, ("version",), where, "gemm")
+    if version in ("exllama", "ipex"):
+        version = "gemm"  # these kernels load the GEMM checkpoint layout
+    if version not in ("gemm", "gemv", "gemv_fast"):
+        raise FormatError(f"{where}: unsupported AWQ version {version!r} (known: gemm, gemv, gemv_fast, exllama, ipex)")
+    skip = _cfg_names(qc, ("modules_to_not_convert",), where)
+    return _awq_format(base, bits, group, version=version, skip=skip)
+
+
+def _from_bnb(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "bitsandbytes quantization_config"
+    in8 = _cfg_bool(qc, ("load_in_8bit", "_load_in_8bit"), where, False)
+    in4 = _cfg_bool(qc, ("load_in_4bit", "_load_in_4bit"), where, False)
+    skip = _cfg_names(qc, ("llm_int8_skip_modules",), where)
+    if in8 and in4:
+        raise FormatError(f"{where}: both 'load_in_8bit' and 'load_in_4bit' are true")
+    if in8:
+        return _int8_format(base, skip)
+    if not in4:
+        raise FormatError(f"{where}: neither 'load_in_8bit' nor 'load_in_4bit' is true")
+    qtype = _cfg_str(qc, ("bnb_4bit_quant_type",), where, "fp4")  # BitsAndBytesConfig's default
+    if qtype not in ("nf4", "fp4"):
+        raise FormatError(f"{where}: field 'bnb_4bit_quant_type' must be nf4 or fp4, got {qtype!r}")
+    double = _cfg_bool(qc, ("bnb_4bit_use_double_quant",), where, False)
+    return _bnb4_format(base, qtype, double, skip)
+
+
+def _from_fp8(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "fp8 quantization_config"
+    skip = _cfg_names(qc, ("modules_to_not_convert",), where)
+    static = _cfg_str(qc, ("activation_scheme",), where, "dynamic") == "static"
+    raw = _field(qc, ("weight_block_size",))
+    if raw is _MISSING:
+        return _fp8_format(base, block=None, skip=skip, static_act=static)
+    if (
+        not isinstance(raw, list | tuple)
+        or len(raw) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in raw)
+    ):
+        raise FormatError(f"{where}: field 'weight_block_size' must be two positive integers, got {raw!r}")
+    return _fp8_format(base, block=(int(raw[0]), int(raw[1])), skip=skip, static_act=static)
+
+
+def _ct_scheme(weights: Mapping[str, object], where: str) -> tuple[object, ...]:
+    return (
+        _cfg_int(weights, ("num_bits",), where),
+        _cfg_str(weights, ("type",), where, "int"),
+        _cfg_int(weights, ("group_size",), where, 0),
+        _cfg_str(weights, ("strategy",), where, ""),
+        _cfg_bool(weights, ("symmetric",), where, True),
+        str(_field(weights, ("actorder",))).lower(),
+        repr(_field(weights, ("block_structure",))),
+    )
+
+
+def _from_compressed_tensors(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "compressed-tensors quantization_config"
+    groups_raw = _field(qc, ("config_groups",))
+    if groups_raw is _MISSING:
+        raise FormatError(f"{where}: missing field 'config_groups'")
+    groups = _cfg_map(groups_raw, where, "config_groups")
+    if not groups:
+        raise FormatError(f"{where}: field 'config_groups' is empty")
+    schemes: list[tuple[Mapping[str, object], Mapping[str, object]]] = []
+    for gname, g in groups.items():
+        gm = _cfg_map(g, where, f"config_groups.{gname}")
+        w = _field(gm, ("weights",))
+        if w is _MISSING:
+            raise FormatError(f"{where}: missing field 'config_groups.{gname}.weights'")
+        schemes.append((_cfg_map(w, where, f"config_groups.{gname}.weights"), gm))
+    first_w, first_g = schemes[0]
+    key = _ct_scheme(first_w, where + " weights")
+    if any(_ct_scheme(w, where + " weights") != key for w, _ in schemes[1:]):
+        raise FormatError(f"{where}: config_groups with different weight schemes are not supported")
+    bits = _cfg_int(first_w, ("num_bits",), where + " weights")
+    wtype = _cfg_str(first_w, ("type",), where + " weights", "int")
+    group = _cfg_int(first_w, ("group_size",), where + " weights", 0)
+    strategy = _cfg_str(first_w, ("strategy",), where + " weights", "group" if group > 0 else "channel")
+    symmetric = _cfg_bool(first_w, ("symmetric",), where + " weights", True)
+    actorder = _field(first_w, ("actorder",))
+    has_gidx = actorder is True or (isinstance(actorder, str) and actorder.lower() == "group")
+    skip = _cfg_names(qc, ("ignore",), where)
+    fmt_name = _cfg_str(qc, ("format",), where, "")
+    acts = _field(first_g, ("input_activations",))
+    static_act = isinstance(acts, Mapping) and acts.get("dynamic") is False
+    if strategy not in ("tensor", "channel", "group", "block", "tensor_group"):
+        raise FormatError(f"{where}: unsupported weights strategy {strategy!r} (known: tensor, channel, group, block)")
+    if strategy in ("group", "tensor_group") and group <= 0:
+        raise FormatError(f"{where}: field 'group_size' must be a positive integer for strategy {strategy!r}")
+    block: tuple[int, int] | None = None
+    if strategy == "block":
+        raw = _field(first_w, ("block_structure",))
+        if (
+            not isinstance(raw, list | tuple)
+            or len(raw) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in raw)
+        ):
+            raise FormatError(f"{where}: field 'block_structure' must be two positive integers, got {raw!r}")
+        block = (int(raw[0]), int(raw[1]))
+    if wtype == "float" and bits == 4:
+        if group != 16 or fmt_name not in ("", "nvfp4-pack-quantized"):
+            raise FormatError(f"{where}: only NVFP4 (group 16, nvfp4-pack-quantized) is supported for 4-bit floats")
+        extra = 4 + (4 if isinstance(acts, Mapping) else 0)  # weight_global_scale (+ input_global_scale)
+        return _nvfp4_format(base, skip, extra, "compressed-tensors")
+    layout = "group" if strategy in ("group", "tensor_group") else strategy
+    act_bytes = int(DTYPE_BYTES[base]) if static_act else 0  # one input_scale per Linear
+    if wtype == "float" and bits == 8:
+        if fmt_name not in ("", "float-quantized", "naive-quantized"):
+            raise FormatError(f"{where}: unsupported format {fmt_name!r} for fp8 weights")
+        name = "ct-fp8-" + (f"g{group}" if layout == "group" else layout)
+        fmt = WeightFormat(
+            name,
+            f"FP8 (compressed-tensors, {layout} scales)",
+            "fp8",
+            base,
+            8,
+            group if layout == "group" else None,
+            _LINEAR_ROLES,
+            skip,
+            "",
+            scale_layout=layout,
+            block=block,
+            scale_dtype=base,
+            extra_bytes=act_bytes,
+        )
+        return _finish(
+            fmt,
+            f"compressed-tensors fp8: e4m3 weight (1 B per element) + {base} weight_scale per "
+            f"{'block' if block else layout}",
+        )
+    if wtype != "int" or bits not in (2, 3, 4, 8):
+        raise FormatError(f"{where}: unsupported weights type {wtype!r} with num_bits {bits}")
+    if fmt_name in ("", "pack-quantized"):
+        storage = "pack" if (fmt_name == "pack-quantized" or bits < 8) else "byte"
+    elif fmt_name in ("int-quantized", "naive-quantized"):
+        storage = "byte"
+    else:
+        raise FormatError(
+            f"{where}: unsupported format {fmt_name!r} (known: pack-quantized, int-quantized, "
+            "naive-quantized, float-quantized, nvfp4-pack-quantized)"
+        )
+    name = f"ct-int{bits}-" + (f"g{group}" if layout == "group" else layout)
+    fmt = WeightFormat(
+        name,
+        f"INT{bits} (compressed-tensors, {_group_text(group) if layout == 'group' else layout})",
+        "ct-int",
+        base,
+        bits,
+        group if layout == "group" else None,
+        _LINEAR_ROLES,
+        skip,
+        "",
+        layout=storage,
+        scale_layout=layout,
+        block=block,
+        scale_dtype=base,
+        zero_points=not symmetric,
+        g_idx=has_gidx,
+        extra_bytes=act_bytes,
+    )
+    return _finish(
+        fmt,
+        f"compressed-tensors int{bits} ({'packed in int32' if storage == 'pack' else 'int8 per value'}"
+        f") + {base} scales per {layout}"
+        + ("" if symmetric else " + zero points")
+        + (" + int32 g_idx" if has_gidx else ""),
+    )
+
+
+def _from_modelopt(qc: Mapping[str, object], base: str) -> WeightFormat:
+    where = "modelopt quantization_config"
+    inner_raw = _field(qc, ("quantization",))
+    inner = _cfg_map(inner_raw, where, "quantization") if inner_raw is not _MISSING else qc
+    algo = _cfg_str(inner, ("quant_algo",), where, "")
+    if not algo:
+        raise FormatError(f"{where}: missing field 'quant_algo'")
+    skip = _cfg_names(inner, ("exclude_modules", "ignore"), where)
+    if algo == "fp8":
+        # ModelOpt FP8: fp8 weight + fp32 weight_scale + fp32 input_scale per Linear
+        fmt = WeightFormat(
+            "modelopt-fp8",
+            "FP8 (ModelOpt), per-tensor scales",
+            "fp8",
+            base,
+            8,
+            None,
+            _LINEAR_ROLES,
+            skip,
+            "",
+            scale_layout="tensor",
+            extra_bytes=4,
+        )
+        return _finish(fmt, "ModelOpt FP8: e4m3 weight (1 B per element) + fp32 weight_scale + fp32 input_scale")
+    if algo == "nvfp4":
+        # ModelOpt NVFP4: packed e2m1 + fp8 weight_scale per 16 + fp32 weight_scale_2 + fp32 input_scale
+        return _nvfp4_format(base, skip, 8, "ModelOpt")
+    raise FormatError(f"{where}: unsupported quant_algo {algo!r} (known: FP8, NVFP4)")
+
+
+def format_from_quantization_config(qc: Mapping[str, object], *, base_dtype: str) -> WeightFormat:
+    """The weight format a config.json ``quantization_config`` (or ``compression_config``) describes.
+
+    A whole config.json is accepted too: its ``quantization_config``/``compression_config`` is used.
+    Supported ``quant_method``: gptq, awq, bitsandbytes, fp8, fbgemm_fp8, mxfp4, compressed-tensors,
+    modelopt. Others (hqq, eetq, torchao, ...) and missing or malformed fields raise
+    :class:`FormatError` naming the method or field.
+    """
+    if not isinstance(qc, Mapping):
+        raise FormatError(f"quantization_config must be an object, got {qc!r}")
+    if "quant_method" not in qc:
+        for nested in ("quantization_config", "compression_config"):
+            if isinstance(qc.get(nested), Mapping):
+                return format_from_quantization_config(_cfg_map(qc[nested], "config", nested), base_dtype=base_dtype)
+    base = _base_dtype(base_dtype)
+    method_raw = qc.get("quant_method")
+    if method_raw is None and "config_groups" in qc:
+        method_raw = "compressed-tensors"
+    if method_raw is None:
+        raise FormatError("quantization_config: missing field 'quant_method'")
+    if not isinstance(method_raw, str):
+        raise FormatError(f"quantization_config: field 'quant_method' must be a string, got {method_raw!r}")
+    method = method_raw.strip().lower().replace("_", "-")
+    if method == "gptq":
+        return _from_gptq(qc, base)
+    if method == "awq":
+        return _from_awq(qc, base)
+    if method == "bitsandbytes":
+        return _from_bnb(qc, base)
+    if method == "fp8":
+        return _from_fp8(qc, base)
+    if method == "fbgemm-fp8":
+        return _fbgemm_fp8_format(base, _cfg_names(qc, ("modules_to_not_convert",), "fbgemm_fp8 quantization_config"))
+    if method == "mxfp4":
+        return _mxfp4_format(base, _cfg_names(qc, ("modules_to_not_convert",), "mxfp4 quantization_config"))
+    if method in ("compressed-tensors", "sparseml"):
+        return _from_compressed_tensors(qc, base)
+    if method == "modelopt":
+        return _from_modelopt(qc, base)
+    raise FormatError(f"unsupported quantisation method {method_raw!r} (known: {', '.join(_KNOWN_METHODS)})")
