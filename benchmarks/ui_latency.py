@@ -78,7 +78,7 @@ def _changes(app: QApplication, w: MainWindow, title: str, values: list[int]) ->
     totals, estimates, paints = [], [], []
     for i in range(60):
         t0 = time.perf_counter()
-        w.form.input_spin.setValue(values[i % len(values)])
+        w.form.fields["input_len"].set(values[i % len(values)])
         w.estimate_now()
         t_est = w.last_update_seconds
         app.processEvents()  # the repaint (and any advice that came back)

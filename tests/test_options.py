@@ -169,12 +169,10 @@ def test_the_form_shows_every_option_a_user_sets_in_the_window() -> None:
 
 
 def test_every_text_the_window_shows_for_an_option_has_a_chinese_translation() -> None:
+    from vramdesk.ui.option_fields import option_texts
+
     table = i18n.table("zh_CN")
-    missing = [
-        (o.name, text)
-        for o in options()
-        if o.group != "hidden"
-        for text in (o.label, o.help, *(t for pair in o.choices.values() for t in pair if t))
-        if text not in table
-    ]
+    missing = sorted(
+        (o.name, text) for o in options() if o.group != "hidden" for text in option_texts(o) if text not in table
+    )
     assert missing == []

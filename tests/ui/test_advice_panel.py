@@ -78,10 +78,10 @@ def test_only_the_newest_advice_request_is_shown(qtbot) -> None:
     w = make_window(qtbot, scenario("Qwen/Qwen3-14B", input_len=16384))
     wait_advice(qtbot, w)
     w.advice = {}
-    w.input_spin.setValue(8192)
+    w.widget("input_len").setValue(8192)
     w.estimate_now()
     w.advise_now()
-    w.input_spin.setValue(4096)
+    w.widget("input_len").setValue(4096)
     w.estimate_now()
     w.advise_now()
     advice = wait_advice(qtbot, w)
@@ -100,8 +100,8 @@ def test_max_context_readout_is_the_solver_boundary(qtbot) -> None:
     expected = maximize(s, facts, gpu, "input_len")
     assert expected.limited_by == "memory"
     assert advice["max"].value == expected.value
-    assert readout(w.form.input_max_label) == expected.value
-    assert LIMITS["memory"] in w.form.input_max_label.toolTip()
+    assert readout(w.form.readouts["input_len"]) == expected.value
+    assert LIMITS["memory"] in w.form.readouts["input_len"].toolTip()
     at = estimate(with_work(s, input_len=expected.value), facts, gpu).fit
     above = estimate(with_work(s, input_len=expected.value + 1), facts, gpu).fit
     assert at is not None and at.verdict == "fits"
@@ -113,7 +113,7 @@ def test_max_context_readout_is_the_solver_boundary(qtbot) -> None:
     gpu2 = resolve_gpu("RTX 3090")
     assert gpu2 is not None
     s2 = s.model_copy(update={"hardware": s.hardware.model_copy(update={"gpu": "RTX 3090"})})
-    assert readout(w.form.input_max_label) == maximize(s2, facts, gpu2, "input_len").value
+    assert readout(w.form.readouts["input_len"]) == maximize(s2, facts, gpu2, "input_len").value
 
 
 def test_fine_tuning_shows_the_longest_sequence(qtbot) -> None:
@@ -125,8 +125,8 @@ def test_fine_tuning_shows_the_longest_sequence(qtbot) -> None:
     assert gpu is not None
     expected = maximize(s, resolve_model(s.model.id), gpu, "seq_len")
     assert advice["field"] == "seq_len"
-    assert readout(w.form.seq_max_label) == expected.value
-    assert w.form.input_max_label.text() == ""
+    assert readout(w.form.readouts["seq_len"]) == expected.value
+    assert w.form.readouts["input_len"].text() == ""
 
 
 def test_a_tight_plan_reads_the_tight_boundary_it_is_within(qtbot) -> None:
@@ -143,8 +143,8 @@ def test_a_tight_plan_reads_the_tight_boundary_it_is_within(qtbot) -> None:
     fits, runs = maximize(s, facts, gpu, "seq_len"), maximize(s, facts, gpu, "seq_len", allow_tight=True)
     assert fits.value is not None and runs.value is not None and fits.value < 4096 < runs.value
     assert advice["max_tight"].value == runs.value
-    assert readout(w.form.seq_max_label) == runs.value and "(tight)" in w.form.seq_max_label.text()
-    assert f"{fits.value:,}" in w.form.seq_max_label.toolTip()
+    assert readout(w.form.readouts["seq_len"]) == runs.value and "(tight)" in w.form.readouts["seq_len"].text()
+    assert f"{fits.value:,}" in w.form.readouts["seq_len"].toolTip()
 
 
 def test_no_gpu_no_readout(qtbot) -> None:
@@ -152,7 +152,7 @@ def test_no_gpu_no_readout(qtbot) -> None:
     wait_advice(qtbot, w)
     w.gpu_combo.setCurrentIndex(w.gpu_combo.findData(None))
     w.estimate_now()
-    assert w.form.input_max_label.text() == ""
+    assert w.form.readouts["input_len"].text() == ""
     assert not w.speed_label.isVisible()
 
 

@@ -214,7 +214,7 @@ def test_window_shows_the_default_estimate(window: MainWindow) -> None:
     assert window.stat_params.value.text() == f"{est.params.total / 1e9:.2f} B"
     assert window.model_combo.currentData() == "Qwen/Qwen3-4B"
     assert window.gpu_combo.currentData() == "RTX 4090"
-    assert window.input_spin.value() == 7680
+    assert window.widget("input_len").value() == 7680
     # table: one row per component, GiB with 2 decimals, the formula as tooltip and as a column
     model = window.table_model
     assert model.rowCount() == len(est.components)
@@ -304,7 +304,7 @@ def test_more_input_tokens_re_estimates_and_grows_the_kv_cache(window: MainWindo
     assert before is not None
     kv_before = component(before.slices, "KV cache")
     with qtbot.waitSignal(window.estimated, timeout=2000):
-        window.input_spin.setValue(window.input_spin.value() * 2)
+        window.widget("input_len").setValue(window.widget("input_len").value() * 2)
     after = window.view
     assert after is not None and after is not before
     kv_after = component(after.slices, "KV cache")
@@ -318,9 +318,9 @@ def test_more_input_tokens_re_estimates_and_grows_the_kv_cache(window: MainWindo
 def test_changes_are_debounced_into_one_estimate(window: MainWindow, qtbot) -> None:
     seen: list[object] = []
     window.estimated.connect(seen.append)
-    window.batch_spin.setValue(2)
-    window.output_spin.setValue(1024)
-    window.engine_combo.setCurrentIndex(window.engine_combo.findData("vllm"))
+    window.widget("batch").setValue(2)
+    window.widget("output_len").setValue(1024)
+    window.widget("engine").setCurrentIndex(window.widget("engine").findData("vllm"))
     assert seen == []  # nothing yet: the estimate runs on the next turn of the event loop
     qtbot.waitUntil(lambda: len(seen) == 1, timeout=2000)
     qtbot.wait(20)
@@ -337,7 +337,7 @@ def test_impossible_combination_shows_an_error_and_keeps_the_chart(qtbot) -> Non
     assert good is not None and w.verdict_label.text() != "Cannot estimate"
     slices = w.breakdown.pie.slices
     with qtbot.waitSignal(w.estimated, timeout=2000) as blocker:
-        w.gpu_count_spin.setValue(1)
+        w.widget("gpu_count").setValue(1)
     assert blocker.args is not None and blocker.args[0].error is not None
     assert w.verdict_label.text() == "Cannot estimate"
     assert "tp (2)" in w.message_label.text()
@@ -345,7 +345,7 @@ def test_impossible_combination_shows_an_error_and_keeps_the_chart(qtbot) -> Non
     assert w.breakdown.pie.slices == slices and w.view is good  # the last chart stays
     # and the window recovers
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        w.gpu_count_spin.setValue(2)
+        w.widget("gpu_count").setValue(2)
     assert w.verdict_label.text() in ("Fits", "Tight", "Does not fit")
 
 
@@ -501,9 +501,9 @@ def test_gui_opens_a_saved_scenario(qtbot, tmp_path: Path) -> None:
     save_scenario(variant(engine="llamacpp", weights="q4_k_m", model="Qwen/Qwen3-8B", batch=3), path)
     w = ui_app.open_window(path)
     qtbot.addWidget(w)
-    assert w.engine_combo.currentData() == "llamacpp"
-    assert w.weights_combo.currentData() == "q4_k_m"
-    assert w.batch_spin.value() == 3
+    assert w.widget("engine").currentData() == "llamacpp"
+    assert w.widget("weights").currentData() == "q4_k_m"
+    assert w.widget("batch").value() == 3
     assert w.view is not None and w.view.model_id == "Qwen/Qwen3-8B"
 
 

@@ -86,7 +86,7 @@ def test_core_texts_are_chinese_where_the_window_shows_them(qtbot, chinese) -> N
     shown = [b.text() for b in w.advice_buttons if b.isVisible()]
     assert shown and shown[0].startswith(f"→ {localize(first.summary)}:") and CJK.search(shown[0])
     r = advice["max"]
-    assert r is not None and localize(r.message) in w.form.input_max_label.toolTip()
+    assert r is not None and localize(r.message) in w.form.readouts["input_len"].toolTip()
     assert CJK.search(w.speed_label.toolTip())
     dialog = w.explain_component(0)
     assert localize(view.slices[0].explain) in dialog.text and "权重" in dialog.windowTitle()
@@ -96,11 +96,11 @@ def test_core_texts_are_chinese_where_the_window_shows_them(qtbot, chinese) -> N
 def test_error_lines_and_warnings_in_chinese(qtbot, chinese) -> None:
     w = make_window(qtbot, scenario("Qwen/Qwen3-8B", engine="vllm", batch=512, input_len=32000))
     assert w.warnings_label.isVisible() and "vLLM：KV 池" in w.warnings_label.text()
-    w.form.gpu_count_spin.setValue(2)
-    w.form.tp_spin.setValue(2)
+    w.form.widget("gpu_count").setValue(2)
+    w.form.widget("tp").setValue(2)
     w.estimate_now()
     assert w.evaluation is not None and w.evaluation.view is not None
-    w.form.gpu_count_spin.setValue(1)
+    w.form.widget("gpu_count").setValue(1)
     w.estimate_now()
     ev = w.evaluation
     assert ev is not None and ev.error is not None and "needs 2 GPUs" in ev.error  # the core stays English
@@ -130,8 +130,8 @@ def test_switching_the_language_in_settings_applies_at_once_and_keeps_the_work(q
     # unsaved edits: another model, another GPU, a batch, the fine-tune tab's rank, the bar chart
     w.choose_model("Qwen/Qwen3-4B")
     pick(w.gpu_combo, "L40S")
-    w.batch_spin.setValue(3)
-    w.form.lora_rank_spin.setValue(32)
+    w.widget("batch").setValue(3)
+    w.form.widget("lora_rank").setValue(32)
     w.breakdown.set_mode("bar")
     w.estimate_now()
     before_values, before_scenario = w.form_values(), w.current_scenario()

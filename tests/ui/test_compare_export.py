@@ -156,7 +156,7 @@ def window(qtbot, tmp_path: Path) -> MainWindow:
 def test_save_to_library_and_save_again(window: MainWindow) -> None:
     entry_id = window.save_to_library(name="plan A")
     assert entry_id == "plan-A.vramdesk.json"
-    window.batch_spin.setValue(6)
+    window.widget("batch").setValue(6)
     window.estimate_now()
     assert window.save_to_library() == entry_id  # Save writes back to the entry it came from
     entry = window.library.get(entry_id)
@@ -199,7 +199,7 @@ def test_library_window_compares_and_follows_changes(qtbot, window: MainWindow) 
     win.include_current.setChecked(True)
     win.update_comparison()
     assert win.comparison.labels[0] == "Current work"
-    window.batch_spin.setValue(5)
+    window.widget("batch").setValue(5)
     window.estimate_now()
     win.update_comparison()
     batch = next(r for r in win.comparison.rows if r.name == "workload.batch")
@@ -259,7 +259,7 @@ def test_autosave_restore_and_clean_exit(qtbot, tmp_path: Path) -> None:
     qtapp.ensure_app()
     w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, autosave=True)
     qtbot.addWidget(w)
-    w.batch_spin.setValue(7)
+    w.widget("batch").setValue(7)
     w.estimate_now()
     assert w._autosave_timer.isActive()
     w.autosave_now()
@@ -272,7 +272,7 @@ def test_autosave_restore_and_clean_exit(qtbot, tmp_path: Path) -> None:
     assert w.autosave_store._lock is not None
     w.autosave_store._lock.release()
     w.autosave_store._lock = None
-    assert w2.offer_restore(ask=False) and w2.batch_spin.value() == 7
+    assert w2.offer_restore(ask=False) and w2.widget("batch").value() == 7
     assert not w2.offer_restore(ask=False)  # offered once
     w2.autosave_now()
     path = w2.autosave_store.path
@@ -288,7 +288,7 @@ def test_open_a_newer_file_read_only(window: MainWindow, tmp_path: Path) -> None
     path = tmp_path / "future.json"
     path.write_text(json.dumps(data))
     assert window.open_scenario(path)
-    assert window.batch_spin.value() == 9
+    assert window.widget("batch").value() == 9
     assert "newer vramdesk" in window.warnings_label.text() and window.library_entry_id is None
 
 

@@ -65,7 +65,7 @@ def test_the_file_sets_what_it_says_and_keeps_the_rest() -> None:
 def test_applying_a_file_fills_the_form_and_estimates_it(qtbot: Any, tmp_path: Path) -> None:
     w = make_window(qtbot, scenario_for(MODEL, "H100 SXM"))
     before_any = scenario_for(MODEL, "H100 SXM")  # (while the form is re-estimated)
-    w.form.gpu_count_spin.setValue(8)
+    w.form.widget("gpu_count").setValue(8)
     qtbot.waitUntil(lambda: (w.current_scenario() or before_any).hardware.gpu_count == 8)
     before = w.current_scenario()
     assert before is not None and before.workload.kind == "inference"

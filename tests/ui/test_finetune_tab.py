@@ -84,7 +84,7 @@ def test_the_new_options_round_trip_through_the_presenter() -> None:
                 "chunked_loss": False,
                 "activation_offload": False,
                 "expandable_segments": False,
-                "mean_seq_len": 0,
+                "mean_seq_len": None,
             }
         ),
     )
@@ -109,9 +109,9 @@ def test_machines_are_a_fine_tuning_field_of_the_form(qtbot) -> None:
         }
     )
     w = make_window(qtbot, s)
-    assert w.form.nodes_spin.isEnabled() and w.form.nodes_spin.value() == 1
+    assert w.form.widget("nodes").isEnabled() and w.form.widget("nodes").value() == 1
     with qtbot.waitSignal(w.estimated, timeout=3000):
-        w.form.nodes_spin.setValue(4)
+        w.form.widget("nodes").setValue(4)
     planned = w.current_scenario()
     assert planned is not None and planned.hardware.nodes == 4
     view = w.view
@@ -121,7 +121,7 @@ def test_machines_are_a_fine_tuning_field_of_the_form(qtbot) -> None:
     assert scenario_from_form(planned, form).hardware.nodes == 1
     with qtbot.waitSignal(w.estimated, timeout=3000):
         w.tabs.setCurrentIndex(0)
-    assert not w.form.nodes_spin.isEnabled()
+    assert not w.form.widget("nodes").isEnabled()
 
 
 def test_hardware_fields_the_form_does_not_show_are_kept() -> None:
@@ -151,17 +151,17 @@ def test_each_option_changes_the_estimate_the_way_the_core_says(qtbot) -> None:
 
     # chunked cross-entropy: a smaller loss head, nothing else
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.chunked_loss_check.setChecked(True)
+        f.widget("chunked_loss").setChecked(True)
     chunked = shown(w)
     assert chunked == core(finetune(chunked_loss=True))
     assert part(chunked, "loss head") < part(base, "loss head") / 3
     assert part(chunked, "activations") == part(base, "activations")
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.chunked_loss_check.setChecked(False)
+        f.widget("chunked_loss").setChecked(False)
 
     # activation offloading: activations leave the GPU and show up as host memory
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.activation_offload_check.setChecked(True)
+        f.widget("activation_offload").setChecked(True)
     off = shown(w)
     assert off == core(finetune(activation_offload=True))
     # what the GPU held is split: the current layer and the one in transfer stay, the rest lives in CPU memory
@@ -169,30 +169,30 @@ def test_each_option_changes_the_estimate_the_way_the_core_says(qtbot) -> None:
     assert off.host_bytes > 0 and part(off, "activations") <= part(base, "activations")
     # without gradient checkpointing every layer's activations are saved: offloading them frees the GPU
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.checkpointing_check.setChecked(False)
+        f.widget("grad_checkpointing").setChecked(False)
     off_full = shown(w)
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.activation_offload_check.setChecked(False)
+        f.widget("activation_offload").setChecked(False)
     kept = shown(w)
     assert off_full == core(finetune(grad_checkpointing=False, activation_offload=True))
     assert off_full.host_bytes + part(off_full, "activations") == part(kept, "activations")
     assert off_full.peak_allocated_bytes < kept.peak_allocated_bytes / 2
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.checkpointing_check.setChecked(True)
+        f.widget("grad_checkpointing").setChecked(True)
     assert shown(w) == base
 
     # LoRA dropout: a 1-byte mask per adapted input element, more activations
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.lora_dropout_spin.setValue(0.05)
+        f.widget("lora_dropout").setValue(0.05)
     drop = shown(w)
     assert drop == core(finetune(lora_dropout=0.05))
     assert part(drop, "activations") > part(base, "activations")
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.lora_dropout_spin.setValue(0.0)
+        f.widget("lora_dropout").setValue(0.0)
 
     # DoRA: magnitude vectors (more trainable parameters) and more memory at the peak
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.dora_check.setChecked(True)
+        f.widget("dora").setChecked(True)
     dora = shown(w)
     assert dora == core(finetune(dora=True))
     assert dora.params.trainable > base.params.trainable
@@ -205,17 +205,22 @@ def test_each_option_changes_the_estimate_the_way_the_core_says(qtbot) -> None:
 def test_dropout_and_dora_only_apply_to_adapters(qtbot) -> None:
     w = make_window(qtbot, finetune())
     f = w.form
-    assert f.lora_dropout_spin.maximum() == pytest.approx(0.99) and f.lora_dropout_spin.minimum() == 0
-    for widget in (f.lora_dropout_spin, f.dora_check, f.chunked_loss_check, f.activation_offload_check):
+    assert f.widget("lora_dropout").maximum() == pytest.approx(0.99) and f.widget("lora_dropout").minimum() == 0
+    for widget in (
+        f.widget("lora_dropout"),
+        f.widget("dora"),
+        f.widget("chunked_loss"),
+        f.widget("activation_offload"),
+    ):
         assert widget.isEnabled() and widget.toolTip()
-    assert "mask" in f.lora_dropout_spin.toolTip() and "host memory" in f.activation_offload_check.toolTip()
+    assert "mask" in f.widget("lora_dropout").toolTip() and "host memory" in f.widget("activation_offload").toolTip()
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.method_combo.setCurrentIndex(f.method_combo.findData("full"))
-    assert not f.lora_dropout_spin.isEnabled() and not f.dora_check.isEnabled()
-    assert f.chunked_loss_check.isEnabled() and f.activation_offload_check.isEnabled()
+        f.widget("method").setCurrentIndex(f.widget("method").findData("full"))
+    assert not f.widget("lora_dropout").isEnabled() and not f.widget("dora").isEnabled()
+    assert f.widget("chunked_loss").isEnabled() and f.widget("activation_offload").isEnabled()
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.method_combo.setCurrentIndex(f.method_combo.findData("qlora"))
-    assert f.lora_dropout_spin.isEnabled() and f.dora_check.isEnabled()
+        f.widget("method").setCurrentIndex(f.widget("method").findData("qlora"))
+    assert f.widget("lora_dropout").isEnabled() and f.widget("dora").isEnabled()
 
 
 def test_a_scenario_file_with_the_options_fills_the_form_and_saves_them(qtbot, tmp_path: Path) -> None:
@@ -226,8 +231,12 @@ def test_a_scenario_file_with_the_options_fills_the_form_and_saves_them(qtbot, t
     assert w.open_scenario(path)
     f = w.form
     assert w.tabs.currentIndex() == 1
-    assert f.lora_dropout_spin.value() == pytest.approx(0.1)
-    assert f.dora_check.isChecked() and f.chunked_loss_check.isChecked() and f.activation_offload_check.isChecked()
+    assert f.widget("lora_dropout").value() == pytest.approx(0.1)
+    assert (
+        f.widget("dora").isChecked()
+        and f.widget("chunked_loss").isChecked()
+        and f.widget("activation_offload").isChecked()
+    )
     assert shown(w) == core(s)
     out = tmp_path / "saved.json"
     assert w.save_scenario(out)
@@ -309,7 +318,7 @@ def test_explain_dialog_in_chinese(qtbot, monkeypatch) -> None:
     i18n.set_language(i18n.choose_language())
     try:
         w = make_window(qtbot, finetune())
-        assert w.form.chunked_loss_check.text() == "分块交叉熵"
+        assert w.form.widget("chunked_loss").text() == "分块交叉熵"
         dialog = w.explain_component(0)
         assert dialog is not None
         assert "常量与来源" in dialog.text and dialog.copy_button.text() == "复制"
@@ -325,7 +334,7 @@ def test_the_largest_dropout_the_form_offers_is_one_the_core_accepts(qtbot) -> N
     w = make_window(qtbot, finetune())
     f = w.form
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.lora_dropout_spin.setValue(f.lora_dropout_spin.maximum())
+        f.widget("lora_dropout").setValue(f.widget("lora_dropout").maximum())
     ev = w.evaluation
     assert ev is not None and ev.view is not None, ev and ev.error
     assert ev.scenario is not None and ev.scenario.workload.lora_dropout == pytest.approx(0.99)

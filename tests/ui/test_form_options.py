@@ -164,25 +164,27 @@ def test_every_new_option_round_trips_through_the_window(qtbot) -> None:
     s = every_option_set()
     w = make_window(qtbot, s)
     f = w.form
-    assert f.save_embed_check.isChecked() and f.save_head_check.isChecked()
-    assert f.lora_bias_combo.currentData() == "lora_only" and f.adapter_dtype_combo.currentData() == "base"
-    assert f.vision_combo.currentData() == "trained" and f.vision_combo.isEnabled()
-    assert f.fsdp_strategy_combo.currentData() == "hybrid" and f.zero_overlap_combo.currentData() is False
-    assert f.fsdp_version_combo.currentData() == "2" and f.fsdp_version_combo.isEnabled()
-    assert f.zero_bucket_spin.value() == 123_456_789
+    assert f.check("modules_to_save", "embed").isChecked() and f.check("modules_to_save", "lm_head").isChecked()
+    assert f.widget("lora_bias").currentData() == "lora_only" and f.widget("adapter_dtype").currentData() == "base"
+    assert f.widget("vision_tower").currentData() == "trained" and f.widget("vision_tower").isEnabled()
+    assert f.widget("fsdp_strategy").currentData() == "hybrid" and f.widget("zero_overlap_comm").currentData() is False
+    assert f.widget("fsdp_version").currentData() == 2 and f.widget("fsdp_version").isEnabled()
+    assert f.widget("zero_bucket").value() == 123_456_789
     assert scenario_from_form(s, f.values()) == s
     assert shown_scenario(w) == s
 
     inf = inference(max_memory_gib=10.5, cpu_memory_gib=0.0)
     w.set_scenario(inf)
-    assert f.max_memory_spin.value() == pytest.approx(10.5) and f.cpu_memory_spin.value() == 0.0
-    assert f.cpu_memory_spin.text() != f.cpu_memory_spin.specialValueText()  # 0 GiB is a value, not "no cap"
+    assert f.widget("max_memory_gib").value() == pytest.approx(10.5) and f.widget("cpu_memory_gib").value() == 0.0
+    assert (
+        f.widget("cpu_memory_gib").text() != f.widget("cpu_memory_gib").specialValueText()
+    )  # 0 GiB is a value, not "no cap"
     assert scenario_from_form(inf, f.values()) == inf
     assert shown_scenario(w) == inf
     # and the defaults come back as the defaults ("no cap", "default")
     w.set_scenario(inference())
     assert f.values().max_memory_gib is None and f.values().cpu_memory_gib is None
-    assert f.max_memory_spin.text() == "no cap" and f.cpu_memory_spin.text() == "no cap"
+    assert f.widget("max_memory_gib").text() == "no cap" and f.widget("cpu_memory_gib").text() == "no cap"
     assert shown_scenario(w) == inference()
 
 
@@ -205,9 +207,9 @@ def test_modules_trained_in_full_raise_the_trainable_parameters_and_the_peak(qtb
     f = w.form
     base = shown(w)
     assert base == core(finetune())
-    embed = change(qtbot, w, lambda: f.save_embed_check.setChecked(True))
+    embed = change(qtbot, w, lambda: f.check("modules_to_save", "embed").setChecked(True))
     assert embed == core(finetune(modules_to_save=("embed",)))
-    both = change(qtbot, w, lambda: f.save_head_check.setChecked(True))
+    both = change(qtbot, w, lambda: f.check("modules_to_save", "lm_head").setChecked(True))
     assert both == core(finetune(modules_to_save=("embed", "lm_head")))
     assert base.params.trainable < embed.params.trainable < both.params.trainable
     assert base.peak_allocated_bytes < embed.peak_allocated_bytes < both.peak_allocated_bytes
@@ -218,11 +220,11 @@ def test_lora_bias_trains_the_biases(qtbot) -> None:
     w = make_window(qtbot, finetune(BIAS_MODEL))
     f = w.form
     base = shown(w)
-    every = change(qtbot, w, lambda: pick(f.lora_bias_combo, "all"))
+    every = change(qtbot, w, lambda: pick(f.widget("lora_bias"), "all"))
     assert every == core(finetune(BIAS_MODEL, lora_bias="all"))
     assert every.params.trainable > base.params.trainable
     assert every.peak_allocated_bytes > base.peak_allocated_bytes
-    adapted = change(qtbot, w, lambda: pick(f.lora_bias_combo, "lora_only"))
+    adapted = change(qtbot, w, lambda: pick(f.widget("lora_bias"), "lora_only"))
     assert adapted == core(finetune(BIAS_MODEL, lora_bias="lora_only"))
     assert base.params.trainable < adapted.params.trainable <= every.params.trainable
 
@@ -231,7 +233,7 @@ def test_adapters_in_the_base_dtype_lower_the_weights(qtbot) -> None:
     w = make_window(qtbot, finetune())
     f = w.form
     base = shown(w)
-    older = change(qtbot, w, lambda: pick(f.adapter_dtype_combo, "base"))
+    older = change(qtbot, w, lambda: pick(f.widget("adapter_dtype"), "base"))
     assert older == core(finetune(adapter_dtype="base"))
     assert weights(older) < weights(base)
     assert older.peak_allocated_bytes < base.peak_allocated_bytes
@@ -240,24 +242,24 @@ def test_adapters_in_the_base_dtype_lower_the_weights(qtbot) -> None:
 def test_the_vision_tower_option_follows_the_model(qtbot) -> None:
     w = make_window(qtbot, finetune(VISION_MODEL))
     f = w.form
-    assert f.vision_combo.isEnabled() and "has a vision tower" in f.vision_combo.toolTip()
+    assert f.widget("vision_tower").isEnabled() and "has a vision tower" in f.widget("vision_tower").toolTip()
     frozen = shown(w)
-    trained = change(qtbot, w, lambda: pick(f.vision_combo, "trained"))
+    trained = change(qtbot, w, lambda: pick(f.widget("vision_tower"), "trained"))
     assert trained == core(finetune(VISION_MODEL, vision_tower="trained"))
     assert trained.params.trainable > frozen.params.trainable
     assert trained.peak_allocated_bytes > frozen.peak_allocated_bytes
-    absent = change(qtbot, w, lambda: pick(f.vision_combo, "absent"))
+    absent = change(qtbot, w, lambda: pick(f.widget("vision_tower"), "absent"))
     assert absent == core(finetune(VISION_MODEL, vision_tower="absent"))
     assert weights(absent) < weights(frozen)
 
     # a text-only model: the choice is disabled, and a "trained" left over from a multimodal model is not sent
-    change(qtbot, w, lambda: pick(f.vision_combo, "trained"))
+    change(qtbot, w, lambda: pick(f.widget("vision_tower"), "trained"))
     text_only = change(qtbot, w, lambda: w.choose_model(FT_MODEL))
-    assert not f.vision_combo.isEnabled() and "no vision tower" in f.vision_combo.toolTip()
+    assert not f.widget("vision_tower").isEnabled() and "no vision tower" in f.widget("vision_tower").toolTip()
     assert text_only == core(finetune())
     assert shown_scenario(w).workload.vision_tower == "frozen"  # type: ignore[union-attr]
     back = change(qtbot, w, lambda: w.choose_model(VISION_MODEL))
-    assert f.vision_combo.isEnabled() and back == core(finetune(VISION_MODEL))
+    assert f.widget("vision_tower").isEnabled() and back == core(finetune(VISION_MODEL))
 
 
 def test_a_model_outside_the_catalog_keeps_the_vision_choice_open(qtbot) -> None:
@@ -269,37 +271,37 @@ def test_a_model_outside_the_catalog_keeps_the_vision_choice_open(qtbot) -> None
     assert f.model_has_vision(VISION_MODEL) is True and f.model_has_vision(FT_MODEL) is False
     # a model resolved elsewhere (Hub, local folder): once its facts are noted, the choice follows them
     select(f.model_combo, "someone/text-only")
-    assert f.vision_combo.isEnabled() and "cannot tell" in f.vision_combo.toolTip()
+    assert f.widget("vision_tower").isEnabled() and "cannot tell" in f.widget("vision_tower").toolTip()
     f.note_model_facts("someone/text-only", default_catalog().facts(FT_MODEL))
-    assert not f.vision_combo.isEnabled() and f.model_has_vision("someone/text-only") is False
+    assert not f.widget("vision_tower").isEnabled() and f.model_has_vision("someone/text-only") is False
     f.note_model_facts("someone/multimodal", default_catalog().facts(VISION_MODEL))
     select(f.model_combo, "someone/multimodal")
-    assert f.vision_combo.isEnabled() and f.model_has_vision("someone/multimodal") is True
+    assert f.widget("vision_tower").isEnabled() and f.model_has_vision("someone/multimodal") is True
 
 
 def test_shard_grad_op_keeps_whole_parameters_on_every_gpu(qtbot) -> None:
     w = make_window(qtbot, finetune(gpus=4, method="full"))
     f = w.form
-    assert not f.fsdp_strategy_combo.isEnabled()
-    full = change(qtbot, w, lambda: f.fsdp_check.setChecked(True))
-    assert f.fsdp_strategy_combo.isEnabled() and f.fsdp_strategy_combo.currentData() == "full"
+    assert not f.widget("fsdp_strategy").isEnabled()
+    full = change(qtbot, w, lambda: f.widget("fsdp").setChecked(True))
+    assert f.widget("fsdp_strategy").isEnabled() and f.widget("fsdp_strategy").currentData() == "full"
     assert full == core(finetune(gpus=4, method="full", par={"fsdp": True}))
-    grad_op = change(qtbot, w, lambda: pick(f.fsdp_strategy_combo, "shard-grad-op"))
+    grad_op = change(qtbot, w, lambda: pick(f.widget("fsdp_strategy"), "shard-grad-op"))
     assert grad_op == core(finetune(gpus=4, method="full", par={"fsdp": True, "fsdp_strategy": "shard-grad-op"}))
     assert weights(grad_op) > weights(full)
     assert grad_op.peak_allocated_bytes > full.peak_allocated_bytes
     # FSDP off: the strategy is disabled but kept (it comes back with FSDP)
-    change(qtbot, w, lambda: f.fsdp_check.setChecked(False))
-    assert not f.fsdp_strategy_combo.isEnabled() and f.fsdp_strategy_combo.currentData() == "shard-grad-op"
+    change(qtbot, w, lambda: f.widget("fsdp").setChecked(False))
+    assert not f.widget("fsdp_strategy").isEnabled() and f.widget("fsdp_strategy").currentData() == "shard-grad-op"
 
 
 def test_fsdp2_lowers_lora_activations_in_the_window(qtbot) -> None:
     lora_qv = {"lora_targets": ("q", "v"), "grad_checkpointing": True}
     w = make_window(qtbot, finetune(gpus=4, par={"fsdp": True}, **lora_qv))
     f = w.form
-    assert f.fsdp_version_combo.isEnabled() and f.fsdp_version_combo.currentData() == "1"
+    assert f.widget("fsdp_version").isEnabled() and f.widget("fsdp_version").currentData() == 1
     v1 = shown(w)
-    v2 = change(qtbot, w, lambda: pick(f.fsdp_version_combo, "2"))
+    v2 = change(qtbot, w, lambda: pick(f.widget("fsdp_version"), 2))
     assert v2 == core(finetune(gpus=4, par={"fsdp": True, "fsdp_version": 2}, **lora_qv))
 
     def acts(e: Estimate) -> int:
@@ -312,34 +314,34 @@ def test_fsdp2_lowers_lora_activations_in_the_window(qtbot) -> None:
         )
 
     assert acts(v2) < acts(v1)
-    change(qtbot, w, lambda: f.fsdp_check.setChecked(False))
-    assert not f.fsdp_version_combo.isEnabled() and f.fsdp_version_combo.currentData() == "2"
+    change(qtbot, w, lambda: f.widget("fsdp").setChecked(False))
+    assert not f.widget("fsdp_version").isEnabled() and f.widget("fsdp_version").currentData() == 2
 
 
 def test_deepspeed_bucket_and_overlap_comm(qtbot) -> None:
     w = make_window(qtbot, finetune(gpus=4, method="full"))
     f = w.form
-    assert not f.zero_bucket_spin.isEnabled() and not f.zero_overlap_combo.isEnabled()
-    assert f.zero_bucket_spin.text() == "default (5e8)"
-    default = change(qtbot, w, lambda: pick(f.zero_combo, 2))
-    assert f.zero_bucket_spin.isEnabled() and f.zero_overlap_combo.isEnabled()
+    assert not f.widget("zero_bucket").isEnabled() and not f.widget("zero_overlap_comm").isEnabled()
+    assert f.widget("zero_bucket").text() == "default (5e8)"
+    default = change(qtbot, w, lambda: pick(f.widget("zero"), 2))
+    assert f.widget("zero_bucket").isEnabled() and f.widget("zero_overlap_comm").isEnabled()
     assert default == core(finetune(gpus=4, method="full", par={"zero": 2}))
-    small = change(qtbot, w, lambda: f.zero_bucket_spin.setValue(10_000_000))
+    small = change(qtbot, w, lambda: f.widget("zero_bucket").setValue(10_000_000))
     assert small == core(finetune(gpus=4, method="full", par={"zero": 2, "zero_bucket": 10_000_000}))
     assert small.peak_allocated_bytes < default.peak_allocated_bytes
-    big = change(qtbot, w, lambda: f.zero_bucket_spin.setValue(1_000_000_000))
+    big = change(qtbot, w, lambda: f.widget("zero_bucket").setValue(1_000_000_000))
     assert big.peak_allocated_bytes > default.peak_allocated_bytes
     # overlap_comm keeps a second bucket (ZeRO-2's default is off)
-    on = change(qtbot, w, lambda: pick(f.zero_overlap_combo, True))
+    on = change(qtbot, w, lambda: pick(f.widget("zero_overlap_comm"), True))
     par = {"zero": 2, "zero_bucket": 1_000_000_000, "zero_overlap_comm": True}
     assert on == core(finetune(gpus=4, method="full", par=par))
     assert on.peak_allocated_bytes > big.peak_allocated_bytes
-    off = change(qtbot, w, lambda: pick(f.zero_overlap_combo, False))
+    off = change(qtbot, w, lambda: pick(f.widget("zero_overlap_comm"), False))
     assert off.peak_allocated_bytes == big.peak_allocated_bytes
     assert shown_scenario(w).parallelism.zero_overlap_comm is False
     # ZeRO off: both disabled again
-    change(qtbot, w, lambda: pick(f.zero_combo, 0))
-    assert not f.zero_bucket_spin.isEnabled() and not f.zero_overlap_combo.isEnabled()
+    change(qtbot, w, lambda: pick(f.widget("zero"), 0))
+    assert not f.widget("zero_bucket").isEnabled() and not f.widget("zero_overlap_comm").isEnabled()
 
 
 def test_max_memory_per_gpu_spills_weights_to_cpu_memory(qtbot) -> None:
@@ -347,48 +349,59 @@ def test_max_memory_per_gpu_spills_weights_to_cpu_memory(qtbot) -> None:
     f = w.form
     base = shown(w)
     assert base.host_bytes == 0 and not any("CPU memory" in x for x in base.warnings)
-    assert f.hf_box.isVisible() and f.max_memory_spin.isEnabled() and not f.cpu_memory_spin.isEnabled()
-    capped = change(qtbot, w, lambda: f.max_memory_spin.setValue(10.0))
+    assert (
+        f.hf_box.isVisible() and f.widget("max_memory_gib").isEnabled() and not f.widget("cpu_memory_gib").isEnabled()
+    )
+    capped = change(qtbot, w, lambda: f.widget("max_memory_gib").setValue(10.0))
     assert capped == core(inference(max_memory_gib=10.0))
     assert weights(capped) < weights(base) and capped.peak_allocated_bytes < base.peak_allocated_bytes
     assert capped.host_bytes > 0
     assert any("CPU memory" in x for x in capped.warnings)
     assert "CPU memory" in w.warnings_label.text() and w.warnings_label.isVisible()
     # a CPU cap below what spills sends the rest to disk: less host memory, a disk warning
-    assert f.cpu_memory_spin.isEnabled()
-    disk = change(qtbot, w, lambda: f.cpu_memory_spin.setValue(2.0))
+    assert f.widget("cpu_memory_gib").isEnabled()
+    disk = change(qtbot, w, lambda: f.widget("cpu_memory_gib").setValue(2.0))
     assert disk == core(inference(max_memory_gib=10.0, cpu_memory_gib=2.0))
     assert 0 < disk.host_bytes < capped.host_bytes and any("disk" in x for x in disk.warnings)
-    back = change(qtbot, w, lambda: f.max_memory_spin.setValue(0.0))
-    assert f.max_memory_spin.text() == "no cap" and not f.cpu_memory_spin.isEnabled()
+    back = change(qtbot, w, lambda: f.widget("max_memory_gib").setValue(0.0))
+    assert f.widget("max_memory_gib").text() == "no cap" and not f.widget("cpu_memory_gib").isEnabled()
     assert back.host_bytes == 0 and weights(back) == weights(base)
 
 
 def test_max_memory_is_a_transformers_setting(qtbot) -> None:
     w = make_window(qtbot, inference(max_memory_gib=10.0))
     f = w.form
-    assert f.max_memory_spin.isEnabled()
-    change(qtbot, w, lambda: pick(f.engine_combo, "vllm"))
-    assert not f.max_memory_spin.isEnabled() and not f.cpu_memory_spin.isEnabled() and not f.hf_box.isVisible()
-    change(qtbot, w, lambda: pick(f.engine_combo, "llamacpp"))
-    assert not f.max_memory_spin.isEnabled()
-    change(qtbot, w, lambda: pick(f.engine_combo, "transformers"))
-    assert f.max_memory_spin.isEnabled() and f.max_memory_spin.value() == pytest.approx(10.0)
+    assert f.widget("max_memory_gib").isEnabled()
+    change(qtbot, w, lambda: pick(f.widget("engine"), "vllm"))
+    assert (
+        not f.widget("max_memory_gib").isEnabled()
+        and not f.widget("cpu_memory_gib").isEnabled()
+        and not f.hf_box.isVisible()
+    )
+    change(qtbot, w, lambda: pick(f.widget("engine"), "llamacpp"))
+    assert not f.widget("max_memory_gib").isEnabled()
+    change(qtbot, w, lambda: pick(f.widget("engine"), "transformers"))
+    assert f.widget("max_memory_gib").isEnabled() and f.widget("max_memory_gib").value() == pytest.approx(10.0)
 
 
 def test_a_full_fine_tune_disables_the_adapter_options(qtbot) -> None:
     w = make_window(qtbot, finetune(modules_to_save=("embed",), lora_bias="all"))
     f = w.form
-    adapter_only = (f.save_embed_check, f.save_head_check, f.lora_bias_combo, f.adapter_dtype_combo)
+    adapter_only = (
+        f.check("modules_to_save", "embed"),
+        f.check("modules_to_save", "lm_head"),
+        f.widget("lora_bias"),
+        f.widget("adapter_dtype"),
+    )
     assert all(x.isEnabled() for x in adapter_only)
-    full = change(qtbot, w, lambda: pick(f.method_combo, "full"))
+    full = change(qtbot, w, lambda: pick(f.widget("method"), "full"))
     assert not any(x.isEnabled() for x in adapter_only)
     # the core rejects modules_to_save and lora_bias for a full fine-tune: the window sends neither
     assert full == core(finetune(method="full"))
     work = shown_scenario(w).workload
     assert isinstance(work, FinetuneWorkload) and work.modules_to_save == () and work.lora_bias == "none"
-    change(qtbot, w, lambda: pick(f.method_combo, "qlora"))
-    assert all(x.isEnabled() for x in adapter_only) and f.save_embed_check.isChecked()
+    change(qtbot, w, lambda: pick(f.widget("method"), "qlora"))
+    assert all(x.isEnabled() for x in adapter_only) and f.check("modules_to_save", "embed").isChecked()
     assert shown_scenario(w).workload.modules_to_save == ("embed",)  # type: ignore[union-attr]
 
 
@@ -396,44 +409,50 @@ def test_the_new_widgets_explain_themselves_in_both_languages(qtbot, monkeypatch
     w = make_window(qtbot, finetune(VISION_MODEL))
     f = w.form
     new = (
-        f.save_embed_check,
-        f.save_head_check,
-        f.lora_bias_combo,
-        f.adapter_dtype_combo,
-        f.vision_combo,
-        f.fsdp_strategy_combo,
-        f.zero_bucket_spin,
-        f.zero_overlap_combo,
-        f.max_memory_spin,
-        f.cpu_memory_spin,
+        f.check("modules_to_save", "embed"),
+        f.check("modules_to_save", "lm_head"),
+        f.widget("lora_bias"),
+        f.widget("adapter_dtype"),
+        f.widget("vision_tower"),
+        f.widget("fsdp_strategy"),
+        f.widget("zero_bucket"),
+        f.widget("zero_overlap_comm"),
+        f.widget("max_memory_gib"),
+        f.widget("cpu_memory_gib"),
     )
     for widget in new:
         assert widget.toolTip() and widget.accessibleName(), widget
     for combo in (
-        f.lora_bias_combo,
-        f.adapter_dtype_combo,
-        f.vision_combo,
-        f.fsdp_strategy_combo,
-        f.zero_overlap_combo,
+        f.widget("lora_bias"),
+        f.widget("adapter_dtype"),
+        f.widget("vision_tower"),
+        f.widget("fsdp_strategy"),
+        f.widget("zero_overlap_comm"),
     ):
         for i in range(combo.count()):
             assert combo.itemData(i, Qt.ItemDataRole.ToolTipRole), (combo.accessibleName(), combo.itemText(i))
     # tab order: the new fine-tuning fields come between LoRA dropout and DoRA, in the order they are shown
-    order = [f.lora_dropout_spin, f.lora_bias_combo, f.save_embed_check, f.save_head_check, f.adapter_dtype_combo]
-    assert _tab_order(f.lora_dropout_spin, order) == order
-    order = [f.activation_offload_check, f.vision_combo]
-    assert _tab_order(f.activation_offload_check, order) == order
     order = [
-        f.zero_combo,
-        f.zero_bucket_spin,
-        f.zero_overlap_combo,
-        f.fsdp_check,
-        f.fsdp_strategy_combo,
-        f.offload_combo,
+        f.widget("lora_dropout"),
+        f.widget("lora_bias"),
+        f.check("modules_to_save", "embed"),
+        f.check("modules_to_save", "lm_head"),
+        f.widget("adapter_dtype"),
     ]
-    assert _tab_order(f.zero_combo, order) == order
-    order = [f.kv_combo, f.max_memory_spin, f.cpu_memory_spin]
-    assert _tab_order(f.kv_combo, order) == order
+    assert _tab_order(f.widget("lora_dropout"), order) == order
+    order = [f.widget("activation_offload"), f.widget("vision_tower")]
+    assert _tab_order(f.widget("activation_offload"), order) == order
+    order = [
+        f.widget("zero"),
+        f.widget("zero_bucket"),
+        f.widget("zero_overlap_comm"),
+        f.widget("fsdp"),
+        f.widget("fsdp_strategy"),
+        f.widget("offload"),
+    ]
+    assert _tab_order(f.widget("zero"), order) == order
+    order = [f.widget("kv_dtype"), f.widget("max_memory_gib"), f.widget("cpu_memory_gib")]
+    assert _tab_order(f.widget("kv_dtype"), order) == order
     width = w.form_scroll.viewport().width()
     assert f.minimumSizeHint().width() <= width  # nothing is cut off on the right
 
@@ -442,8 +461,11 @@ def test_the_new_widgets_explain_themselves_in_both_languages(qtbot, monkeypatch
     try:
         zh = make_window(qtbot, finetune(VISION_MODEL))
         g = zh.form
-        assert g.vision_combo.itemText(g.vision_combo.findData("absent")) == "不加载"
-        assert g.lora_bias_combo.accessibleName() == "LoRA 偏置" and g.max_memory_spin.specialValueText() == "不限"
+        assert g.widget("vision_tower").itemText(g.widget("vision_tower").findData("absent")) == "不加载"
+        assert (
+            g.widget("lora_bias").accessibleName() == "LoRA 偏置"
+            and g.widget("max_memory_gib").specialValueText() == "不限"
+        )
         assert g.minimumSizeHint().width() <= zh.form_scroll.viewport().width()
     finally:
         i18n.set_language("en")
@@ -466,10 +488,12 @@ def test_switching_the_language_keeps_the_new_options(qtbot) -> None:
     try:
         w._set_language("zh_CN")
         f = w.form  # a new form, built in Chinese
-        assert f.vision_combo.currentText() == "训练" and f.fsdp_strategy_combo.currentText() == "混合分片"
+        assert (
+            f.widget("vision_tower").currentText() == "训练" and f.widget("fsdp_strategy").currentText() == "混合分片"
+        )
         assert shown_scenario(w) == s
         w._set_language("en")
-        assert w.form.lora_bias_combo.currentText() == "LoRA layers only" and shown_scenario(w) == s
+        assert w.form.widget("lora_bias").currentText() == "LoRA layers only" and shown_scenario(w) == s
     finally:
         i18n.set_language("en")
         i18n.install_qt_translations("en")
@@ -481,19 +505,19 @@ def test_selective_checkpointing_and_llama_cpp_row_split_in_the_form(qtbot) -> N
     w = make_window(qtbot, s)
     f = w.form
     every = shown(w)
-    half = change(qtbot, w, lambda: f.checkpoint_every_spin.setValue(2))
+    half = change(qtbot, w, lambda: f.widget("checkpoint_every").setValue(2))
     assert half == core(finetune("meta-llama/Llama-3.1-8B", method="full", seq_len=4096, checkpoint_every=2))
     assert half.peak_allocated_bytes >= every.peak_allocated_bytes
-    change(qtbot, w, lambda: f.checkpointing_check.setChecked(False))
-    assert not f.checkpoint_every_spin.isEnabled()
+    change(qtbot, w, lambda: f.widget("grad_checkpointing").setChecked(False))
+    assert not f.widget("checkpoint_every").isEnabled()
 
     llama = inference("meta-llama/Llama-3.1-70B", engine="llamacpp", input_len=8192)
     w2 = make_window(qtbot, llama.model_copy(update={"weights": "q4_k_m"}))
     f2 = w2.form
-    assert not f2.llama_split_combo.isEnabled()  # one GPU: nothing to split
-    change(qtbot, w2, lambda: f2.gpu_count_spin.setValue(3))
-    assert f2.llama_split_combo.isEnabled()
-    row = change(qtbot, w2, lambda: pick(f2.llama_split_combo, "row"))
+    assert not f2.widget("split_mode").isEnabled()  # one GPU: nothing to split
+    change(qtbot, w2, lambda: f2.widget("gpu_count").setValue(3))
+    assert f2.widget("split_mode").isEnabled()
+    row = change(qtbot, w2, lambda: pick(f2.widget("split_mode"), "row"))
     sent = w2.evaluation.scenario if w2.evaluation is not None else None
     assert sent is not None and sent.workload.llamacpp.split_mode == "row"  # type: ignore[union-attr]
     assert row == core(sent)

@@ -158,7 +158,7 @@ def test_a_hub_model_is_resolved_on_a_worker(qtbot) -> None:
     assert "acme/some-8b" in w.recent_models()
     # a second change uses the resolved facts without another lookup
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        w.batch_spin.setValue(2)
+        w.widget("batch").setValue(2)
     assert calls == ["acme/some-8b"]
 
 
@@ -189,16 +189,16 @@ def test_fine_tune_tab_estimates_training_phases(qtbot) -> None:
     assert w.phase_chart.phase_names == [p.name for p in view.phases]
     lora_device = view.device_bytes
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        w.form.method_combo.setCurrentIndex(w.form.method_combo.findData("full"))
+        w.form.widget("method").setCurrentIndex(w.form.widget("method").findData("full"))
     assert w.view is not None and w.view.device_bytes > lora_device
-    assert not w.form.lora_rank_spin.isEnabled()
+    assert not w.form.widget("lora_rank").isEnabled()
     scenario = w.current_scenario()
     assert scenario is not None and scenario.workload.kind == "finetune"
     assert scenario.workload.method == "full"  # type: ignore[union-attr]
     # back to inference keeps the inference fields
     with qtbot.waitSignal(w.estimated, timeout=2000):
         w.tabs.setCurrentIndex(0)
-    assert w.view is not None and w.view.mode == "inference" and w.input_spin.value() == 7680
+    assert w.view is not None and w.view.mode == "inference" and w.widget("input_len").value() == 7680
 
 
 def test_engine_groups_follow_the_engine(qtbot) -> None:
@@ -206,27 +206,33 @@ def test_engine_groups_follow_the_engine(qtbot) -> None:
     f = w.form
     assert not f.vllm_box.isVisibleTo(w) and not f.llama_box.isVisibleTo(w)
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.engine_combo.setCurrentIndex(f.engine_combo.findData("vllm"))
+        f.widget("engine").setCurrentIndex(f.widget("engine").findData("vllm"))
     assert f.vllm_box.isVisibleTo(w) and not f.llama_box.isVisibleTo(w)
     first = w.view
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.vllm_util_spin.setValue(0.5)
+        f.widget("gpu_memory_utilization").setValue(0.5)
     assert w.view is not None and first is not None and w.view.device_bytes < first.device_bytes
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        f.engine_combo.setCurrentIndex(f.engine_combo.findData("llamacpp"))
+        f.widget("engine").setCurrentIndex(f.widget("engine").findData("llamacpp"))
     assert f.llama_box.isVisibleTo(w)
-    for widget in (f.engine_combo, f.vllm_util_spin, f.llama_ngl_spin, f.optimizer_combo, f.tp_spin):
+    for widget in (
+        f.widget("engine"),
+        f.widget("gpu_memory_utilization"),
+        f.widget("n_gpu_layers"),
+        f.widget("optimizer"),
+        f.widget("tp"),
+    ):
         assert widget.toolTip()
 
 
 def test_inline_validation_names_the_problem(qtbot) -> None:
     w = make_window(qtbot)
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        w.form.tp_spin.setValue(2)
+        w.form.widget("tp").setValue(2)
     assert w.form.validation_label.isVisibleTo(w)
     assert "tp (2)" in w.form.validation_label.text() and "gpu_count is 1" in w.form.validation_label.text()
     with qtbot.waitSignal(w.estimated, timeout=2000):
-        w.gpu_count_spin.setValue(2)
+        w.widget("gpu_count").setValue(2)
     assert not w.form.validation_label.isVisibleTo(w)
     view = w.view
     assert view is not None and len(view.per_gpu) == 2
@@ -318,7 +324,7 @@ def test_drop_a_scenario_file_opens_it(qtbot, tmp_path: Path) -> None:
     save_scenario(finetune, path)
     w = make_window(qtbot)
     w.drop_path(path)
-    assert w.tabs.currentIndex() == 1 and w.form.method_combo.currentData() == "full"
+    assert w.tabs.currentIndex() == 1 and w.form.widget("method").currentData() == "full"
     out = tmp_path / "saved.json"
     assert w.save_scenario(out)
     assert json.loads(out.read_text())["workload"]["method"] == "full"
@@ -349,7 +355,7 @@ def test_change_to_repaint_is_fast(qtbot) -> None:
     times = []
     for n in range(20):
         t0 = time.perf_counter()
-        w.batch_spin.setValue(1 + n % 4)
+        w.widget("batch").setValue(1 + n % 4)
         w.estimate_now()
         w.repaint()  # synchronous paint of the whole window
         times.append(time.perf_counter() - t0)
@@ -373,10 +379,13 @@ def _tr_literals() -> set[str]:
 
 
 def test_every_translatable_string_has_a_chinese_translation() -> None:
-    from vramdesk.ui import forms, presenter, theme, widgets
+    from vramdesk.core.options import options
+    from vramdesk.ui import presenter, theme, widgets
+    from vramdesk.ui.option_fields import option_texts
 
     table = i18n.table("zh_CN")
-    wanted = _tr_literals() | set(forms.TIPS.values()) | set(presenter.VERDICT_TITLES.values())
+    wanted = _tr_literals() | set(presenter.VERDICT_TITLES.values())
+    wanted |= set().union(*(option_texts(o) for o in options() if o.group != "hidden"))
     wanted |= set(SearchResultModel.HEADERS) | set(widgets.ComponentTableModel.HEADERS)
     wanted |= set(theme.CATEGORY_LABELS.values())
     missing = sorted(s for s in wanted if s not in table)

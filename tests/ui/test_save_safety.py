@@ -80,7 +80,7 @@ def test_asked_save_as_new_keeps_both_plans(window: MainWindow, asker: Asker) ->
     assert window.library.get(new_id).scenario.model.id == OTHER_MODEL
     assert window.library_entry_id == new_id and not window.isWindowModified()
     # the next Ctrl+S goes to the new entry without asking again
-    window.batch_spin.setValue(3)
+    window.widget("batch").setValue(3)
     window.estimate_now()
     assert window.save_to_library() == new_id and len(asker.asked) == 1
 
@@ -95,7 +95,7 @@ def test_asked_replace_keeps_the_replaced_plan_as_a_version(window: MainWindow, 
     [old] = window.library.versions(entry_id)
     assert old.scenario is not None and old.scenario.model.id == DEFAULT_SCENARIO.model.id
     # asked once: the same model saved again does not ask
-    window.batch_spin.setValue(2)
+    window.widget("batch").setValue(2)
     window.estimate_now()
     assert window.save_to_library() == entry_id and len(asker.asked) == 1
 
@@ -107,7 +107,7 @@ def test_a_save_over_another_windows_newer_save_asks(window: MainWindow, asker: 
     data = other.model_dump()
     data["workload"]["batch"] = 9
     window.library.update(entry_id, Scenario.model_validate(data))  # another window / the command line
-    window.batch_spin.setValue(4)
+    window.widget("batch").setValue(4)
     window.estimate_now()
     assert window.save_to_library() is None  # cancelled
     assert "another window or process" in asker.asked[0][0]
@@ -123,48 +123,48 @@ def test_title_names_the_configuration_and_marks_unsaved_changes(window: MainWin
     window.choose_model(OTHER_MODEL)
     assert window.windowTitle() == f"{OTHER_MODEL}[*]"  # the default plan's name is Qwen3-4B's, not Llama's
     window.choose_model(DEFAULT_SCENARIO.model.id)
-    window.batch_spin.setValue(5)
+    window.widget("batch").setValue(5)
     window.estimate_now()
     assert window.isWindowModified()
     entry_id = window.save_to_library(name="My 4090 plan")
     assert entry_id is not None
     assert window.windowTitle() == "My 4090 plan[*]" and not window.isWindowModified()
-    window.batch_spin.setValue(6)
+    window.widget("batch").setValue(6)
     window.estimate_now()
     assert window.isWindowModified()
-    window.batch_spin.setValue(5)
+    window.widget("batch").setValue(5)
     window.estimate_now()
     assert not window.isWindowModified()  # back to what was saved
 
 
 def test_undo_and_redo_form_edits(qtbot, window: MainWindow) -> None:
     assert not window.action_undo.isEnabled()
-    window.batch_spin.setValue(4)
+    window.widget("batch").setValue(4)
     window.estimate_now()
-    window.output_spin.setValue(1024)
+    window.widget("output_len").setValue(1024)
     window.estimate_now()
     assert window.undo_stack.count() == 2
     assert "output len 512 → 1,024" in window.action_undo.text()
     window.action_undo.trigger()
-    assert window.output_spin.value() == 512 and window.batch_spin.value() == 4
+    assert window.widget("output_len").value() == 512 and window.widget("batch").value() == 4
     window.activateWindow()
     window.setFocus()
     qtbot.keyClick(window, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    assert window.batch_spin.value() == 1 and not window.isWindowModified()
+    assert window.widget("batch").value() == 1 and not window.isWindowModified()
     window.action_redo.trigger()
     window.action_redo.trigger()
-    assert window.batch_spin.value() == 4 and window.output_spin.value() == 1024
+    assert window.widget("batch").value() == 4 and window.widget("output_len").value() == 1024
     assert window.evaluation is not None and window.evaluation.scenario is not None
     assert batch_of(window.evaluation.scenario) == 4  # the estimate follows the form
 
 
 def test_edits_of_one_field_in_a_row_are_one_undo_step(window: MainWindow) -> None:
     for v in (2, 3, 4, 5):
-        window.batch_spin.setValue(v)
+        window.widget("batch").setValue(v)
         window.estimate_now()
     assert window.undo_stack.count() == 1
     window.action_undo.trigger()
-    assert window.batch_spin.value() == 1
+    assert window.widget("batch").value() == 1
 
 
 def test_an_applied_suggestion_can_be_undone(window: MainWindow) -> None:
@@ -198,16 +198,16 @@ def test_undo_of_an_open_goes_back_to_the_entry_that_was_open(window: MainWindow
     win = window.open_library()
     win.select(other.id)
     win.open_selected()
-    assert window.library_entry_id == other.id and window.batch_spin.value() == 7
+    assert window.library_entry_id == other.id and window.widget("batch").value() == 7
     window.action_undo.trigger()
-    assert window.library_entry_id == first_id and window.batch_spin.value() == 1
+    assert window.library_entry_id == first_id and window.widget("batch").value() == 1
     win.close()
 
 
 def test_an_earlier_version_is_restored_from_the_library_window(qtbot, window: MainWindow) -> None:
     entry_id = window.save_to_library(name="plan")
     assert entry_id is not None
-    window.batch_spin.setValue(8)
+    window.widget("batch").setValue(8)
     window.estimate_now()
     assert window.save_to_library() == entry_id
     win = window.open_library()
@@ -219,7 +219,7 @@ def test_an_earlier_version_is_restored_from_the_library_window(qtbot, window: M
     assert restored is not None and batch_of(restored.scenario) == 1
     assert batch_of(window.library.get(entry_id).scenario) == 1
     # the window had that entry open without changes: it shows the restored plan, and the save goes through
-    assert window.batch_spin.value() == 1 and not window.isWindowModified()
+    assert window.widget("batch").value() == 1 and not window.isWindowModified()
     assert dialog.list.count() == 2  # the batch-8 content is a version now: the restore can be undone too
     dialog.close()
     win.close()
@@ -249,15 +249,15 @@ def test_helpers() -> None:
 
 def test_ctrl_z_in_an_untouched_field_undoes_the_form(qtbot, window: MainWindow) -> None:
     """A spin box's line edit would take Ctrl+Z for its own (empty) text history and do nothing."""
-    window.batch_spin.setValue(3)
+    window.widget("batch").setValue(3)
     window.estimate_now()
-    line = window.output_spin.lineEdit()
+    line = window.widget("output_len").lineEdit()
     window.activateWindow()
     line.setFocus()
     qtbot.waitUntil(line.hasFocus)
     assert not line.isUndoAvailable()
     qtbot.keyClick(line, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
-    assert window.batch_spin.value() == 1
+    assert window.widget("batch").value() == 1
 
 
 def test_a_dropped_scenario_is_not_saved_into_the_open_entry(
@@ -270,7 +270,7 @@ def test_a_dropped_scenario_is_not_saved_into_the_open_entry(
     dropped = tmp_path / "colleague.json"
     dropped.write_text(__import__("json").dumps(data))
     window.drop_path(dropped)
-    assert window.batch_spin.value() == 12 and window.library_entry_id is None
+    assert window.widget("batch").value() == 12 and window.library_entry_id is None
     window._ask_name = lambda _sc: "colleague's plan"  # type: ignore[method-assign]
     new_id = window.save_to_library()
     assert new_id != entry_id and batch_of(window.library.get(entry_id).scenario) == 1

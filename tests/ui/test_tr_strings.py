@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from vramdesk.core.options import options
 from vramdesk.ui import i18n
+from vramdesk.ui.option_fields import option_texts
 
 UI = Path(__file__).resolve().parents[2] / "vramdesk" / "ui"
 
@@ -30,6 +32,11 @@ def tr_literals() -> dict[str, list[str]]:
 def test_every_tr_literal_has_a_chinese_translation() -> None:
     table = i18n.table("zh_CN")
     literals = tr_literals()
+    # the form's labels, tooltips and choice names come from the option table, translated where they are shown
+    for opt in options():
+        if opt.group != "hidden":
+            for text in option_texts(opt):
+                literals.setdefault(text, []).append(f"option {opt.name}")
     assert len(literals) > 300  # the scan sees the window's strings
     missing = {text: where for text, where in literals.items() if text not in table}
     assert not missing

@@ -67,6 +67,9 @@ class Option:
     shown: str | None
     #: value (as text) -> (label, tip), for the choices the form names in words
     choices: Mapping[str, tuple[str, str]]
+    #: how the form's widget shows it (see ``scenario.option``: values, step, decimals, minimum, prefix, suffix,
+    #: special, readout, beside, accessible, each)
+    form: Mapping[str, Any]
 
     @property
     def cli(self) -> str:
@@ -157,6 +160,7 @@ def _options() -> Iterator[Option]:
                 flag=str(extra.get("flag") or name),
                 shown=None if extra.get("shown") is None else str(extra["shown"]),
                 choices=named,
+                form=dict(form) if isinstance(form := extra.get("form"), dict) else {},
             )
             if name in seen:  # declared in both workloads (attention): one option for both
                 first = seen[name]

@@ -35,6 +35,7 @@ def option(
     flag: str | None = None,
     shown: str | None = None,
     choices: dict[str, tuple[str, str]] | None = None,
+    form: JsonDict | None = None,
     **bounds: Any,
 ) -> Any:
     """One setting a user chooses, declared once: its default and bounds (pydantic's ``ge`` / ``gt`` / ``le`` /
@@ -45,10 +46,14 @@ def option(
     help; ``group``: the form box it sits in ("model", "inference", "vllm", "llamacpp", "device_map", "finetune",
     "hardware"; "hidden" = scripts and saved files only); ``flag``: the long option when it is not the field's
     name (``--gpus`` for ``gpu_count``); ``shown``: the default in words when it is None ("auto", "all");
-    ``choices``: value -> (label, tip) for a choice the form names in words. Every text is English; the window
-    translates it."""
+    ``choices``: value -> (label, tip) for a choice the form names in words (a tip for each value it offers);
+    ``form``: how the form's widget shows it (``values``: the values it offers, in its order; ``step``,
+    ``decimals``, ``minimum``, ``prefix``, ``suffix``; ``special``: the text at the minimum; ``readout``: a
+    "largest that fits" label beside it; ``beside``: shown on the row of that option; ``accessible``: the name a
+    screen reader says; ``each``: a name per value of a list). Every text is English; the window translates it.
+    The order of the declarations is the order of the form and of the command line's help."""
     named: JsonDict = {str(k): [label_, tip] for k, (label_, tip) in (choices or {}).items()}
-    extra: JsonDict = {"group": group, "flag": flag, "shown": shown, "choices": named}
+    extra: JsonDict = {"group": group, "flag": flag, "shown": shown, "choices": named, "form": form or {}}
     return Field(default, title=label, description=help, json_schema_extra=extra, **bounds)
 
 
@@ -79,6 +84,7 @@ class VllmOptions(_Frozen):
         label="GPU memory utilization",
         help="Fraction of the GPU's memory vLLM takes for weights, activations and the KV pool",
         group="vllm",
+        form={"minimum": 0.05, "step": 0.05, "decimals": 2},
     )
     max_num_seqs: int = option(
         256,
@@ -128,18 +134,7 @@ class LlamaCppOptions(_Frozen):
         label="Micro-batch",
         help="Physical batch (-ub): sizes the compute buffer",
         group="llamacpp",
-    )
-    flash_attn: bool = option(
-        True,
-        label="flash attention (-fa)",
-        help="Smaller compute buffer; also allows a quantized V cache",
-        group="llamacpp",
-    )
-    swa_full: bool = option(
-        False,
-        label="full SWA cache",
-        help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
-        group="hidden",
+        form={"step": 128},
     )
     #: several GPUs: "layer" divides the layers between them (the default); "row" splits every weight matrix by
     #: rows over all of them and keeps the KV cache and the compute buffer on the main GPU
@@ -155,6 +150,19 @@ class LlamaCppOptions(_Frozen):
                 "Every matrix is split by rows over the GPUs; the KV cache and the compute buffer stay on the main GPU",
             ),
         },
+        form={"accessible": "llama.cpp split mode"},
+    )
+    flash_attn: bool = option(
+        True,
+        label="flash attention (-fa)",
+        help="Smaller compute buffer; also allows a quantized V cache",
+        group="llamacpp",
+    )
+    swa_full: bool = option(
+        False,
+        label="full SWA cache",
+        help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
+        group="hidden",
     )
 
 
@@ -163,13 +171,39 @@ _ATTENTION: dict[str, Any] = {
     "label": "&Attention",
     "help": "The attention implementation: eager keeps n x n scores",
     "group": "model",
+    "choices": {
+        "sdpa": ("sdpa", "PyTorch scaled_dot_product_attention: no n x n score matrix in memory"),
+        "flash": ("flash", "FlashAttention 2: no n x n score matrix in memory"),
+        "eager": (
+            "eager",
+            "Eager attention materialises the n x n attention scores per head: large for long sequences",
+        ),
+    },
+    "form": {"values": ["sdpa", "flash", "eager"]},
 }
 
 
 class InferenceWorkload(_Frozen):
     kind: Literal["inference"] = "inference"
     engine: Engine = option(
-        "transformers", label="&Engine", help="The inference engine: its memory rules differ", group="inference"
+        "transformers",
+        label="&Engine",
+        help="The inference engine: its memory rules differ",
+        group="inference",
+        choices={
+            "transformers": (
+                "transformers",
+                "Hugging Face transformers generate(): the KV cache grows with every token",
+            ),
+            "vllm": (
+                "vllm",
+                "vLLM pre-allocates gpu_memory_utilization x the GPU's memory; the question is how many tokens fit",
+            ),
+            "llamacpp": (
+                "llamacpp",
+                "llama.cpp: GGUF block formats, KV cache sized for n_ctx, layers may stay on the CPU",
+            ),
+        },
     )
     attention: Attention = option("sdpa", **_ATTENTION)
     batch: int = option(1, ge=1, le=65536, label="&Batch", help="Sequences generated at once", group="inference")
@@ -182,9 +216,16 @@ class InferenceWorkload(_Frozen):
         help="Prompt tokens per sequence; auto = the model's context, at most 4,096",
         group="inference",
         shown="auto",
+        form={"step": 512, "readout": True},
     )
     output_len: int = option(
-        512, ge=0, le=MAX_TOKENS, label="&Output tokens", help="Generated tokens per sequence", group="inference"
+        512,
+        ge=0,
+        le=MAX_TOKENS,
+        label="&Output tokens",
+        help="Generated tokens per sequence",
+        group="inference",
+        form={"step": 128},
     )
     kv_dtype: KvDtypeName = option(
         "auto",
@@ -192,6 +233,7 @@ class InferenceWorkload(_Frozen):
         help="Data type of the KV cache (fp8 / q8_0 halve it)",
         group="inference",
         choices={"auto": ("auto (compute)", "")},
+        form={"values": ["auto", "bf16", "fp16", "fp8", "q8_0", "q4_0"]},
     )
     #: transformers < 4.45 computed logits for every prompt position in generate(); newer keeps the last
     full_prompt_logits: bool = option(
@@ -211,6 +253,7 @@ class InferenceWorkload(_Frozen):
         "then to disk, and cross PCIe on every forward; no cap = an even split over the GPUs",
         group="device_map",
         shown="no cap",
+        form={"suffix": " GiB", "decimals": 2, "step": 1.0, "accessible": "Max memory per GPU"},
     )
     #: accelerate's max_memory for "cpu" (GiB) before weights spill to disk; None = no cap
     cpu_memory_gib: float | None = option(
@@ -222,6 +265,7 @@ class InferenceWorkload(_Frozen):
         "0 GiB sends every spilled weight to disk; only matters with a max memory per GPU",
         group="device_map",
         shown="no cap",
+        form={"suffix": " GiB", "decimals": 2, "step": 1.0, "accessible": "CPU memory for spilled weights"},
     )
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
@@ -267,13 +311,27 @@ class FinetuneWorkload(_Frozen):
         label="Me&thod",
         help="Full fine-tuning or adapters (LoRA / QLoRA)",
         group="finetune",
-        choices={"full": ("full", "")},
+        choices={
+            "lora": (
+                "lora",
+                "LoRA: the base model frozen in bf16, small trainable adapters with their own gradients and optimizer",
+            ),
+            "qlora": ("qlora", "QLoRA: the base model in 4-bit NF4, adapters in bf16"),
+            "full": ("full", "Full fine-tuning: gradients and optimizer states for every parameter"),
+        },
+        form={"values": ["lora", "qlora", "full"]},
     )
     micro_batch: int = option(
         1, ge=1, le=65536, label="Micro-batch", help="Sequences per forward/backward pass on each GPU", group="finetune"
     )
     seq_len: int = option(
-        2048, ge=1, le=MAX_TOKENS, label="Sequence length", help="Tokens per training sequence", group="finetune"
+        2048,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Sequence length",
+        help="Tokens per training sequence",
+        group="finetune",
+        form={"step": 256, "readout": True},
     )
     #: unpacked batches whose length varies: their mean length (``seq_len`` is then the longest). None = every
     #: batch is ``seq_len`` long (packed, or padded to the maximum)
@@ -286,6 +344,7 @@ class FinetuneWorkload(_Frozen):
         "Each new length leaves blocks of other sizes in PyTorch's cache, which nvidia-smi shows",
         group="finetune",
         shown="packed",
+        form={"step": 256, "accessible": "Mean length of unpacked batches"},
     )
     grad_accum: int = option(
         1,
@@ -294,11 +353,51 @@ class FinetuneWorkload(_Frozen):
         label="Grad. accum.",
         help="Micro-batches per optimizer step (no extra memory)",
         group="finetune",
+        form={"accessible": "Gradient accumulation steps"},
     )
     optimizer: Optimizer = option(
-        "adamw", label="O&ptimizer", help="The optimizer: its states are often the largest part", group="finetune"
+        "adamw",
+        label="O&ptimizer",
+        help="The optimizer: its states are often the largest part",
+        group="finetune",
+        choices={
+            "adamw": (
+                "adamw",
+                "AdamW: two fp32 states per trainable parameter; PyTorch's foreach step briefly copies them",
+            ),
+            "adamw-fused": ("adamw-fused", "Fused AdamW: two fp32 states, no extra copy during the step"),
+            "adamw-forloop": (
+                "adamw-forloop",
+                "AdamW with foreach=False: one parameter at a time, a temporary the size of one tensor",
+            ),
+            "adamw-torch2.0": (
+                "adamw-torch2.0",
+                "AdamW as PyTorch 2.0 and older ran it (foreach): two state-sized copies during the step",
+            ),
+            "adamw-8bit": ("adamw-8bit", "bitsandbytes 8-bit AdamW: two 8-bit states with block-wise scales"),
+            "paged-adamw-8bit": ("paged-adamw-8bit", "8-bit AdamW with states that can page out to CPU memory"),
+            "paged-adamw-32bit": (
+                "paged-adamw-32bit",
+                "bitsandbytes paged AdamW: two fp32 states that can page out to CPU memory",
+            ),
+            "sgd": ("sgd", "SGD with momentum: one state per trainable parameter"),
+            "adafactor": ("adafactor", "Adafactor: factored second moments, much smaller than Adam's"),
+            "lion": ("lion", "Lion: one momentum state per trainable parameter"),
+        },
     )
-    precision: TrainPrecision = option("bf16", label="Precision", help="Training precision", group="finetune")
+    precision: TrainPrecision = option(
+        "bf16",
+        label="Precision",
+        help="Training precision",
+        group="finetune",
+        choices={
+            "bf16": ("bf16", "Weights and gradients in bfloat16"),
+            "fp16": ("fp16", "Weights and gradients in float16"),
+            "fp32": ("fp32", "Everything in float32 (4 bytes per parameter)"),
+            "amp-bf16": ("amp-bf16", "Mixed precision: fp32 master weights, bf16 compute (more memory than pure bf16)"),
+            "amp-fp16": ("amp-fp16", "Mixed precision: fp32 master weights, fp16 compute"),
+        },
+    )
     grad_checkpointing: bool = option(
         True,
         label="gradient checkpointing",
@@ -315,6 +414,12 @@ class FinetuneWorkload(_Frozen):
         help="Selective checkpointing (torchtune): checkpoint every k-th layer; the layers in between keep all "
         "their activations, trading memory for less recomputation",
         group="finetune",
+        form={
+            "prefix": "every ",
+            "suffix": " layers",
+            "special": "every layer",
+            "accessible": "Checkpoint every k-th layer",
+        },
     )
     attention: Attention = option("sdpa", **_ATTENTION)
     lora_rank: int = option(
@@ -335,6 +440,62 @@ class FinetuneWorkload(_Frozen):
         help="LoRA dropout probability. Above 0, PEFT saves a 1-byte dropout mask per adapted input "
         "element for backward: more activation memory",
         group="finetune",
+        form={"decimals": 2, "step": 0.05, "special": "off"},
+    )
+    #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")
+    lora_bias: LoraBias = option(
+        "none",
+        label="LoRA bias",
+        help="peft LoRA bias: which bias vectors train (each with its gradient and optimizer states)",
+        group="finetune",
+        choices={
+            "none": ("none", "No bias trains (peft's default)"),
+            "all": ("all", "Every bias of the model trains"),
+            "lora_only": ("LoRA layers only", "Only the biases of the adapted layers train"),
+        },
+        form={"accessible": "LoRA bias"},
+    )
+    #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
+    modules_to_save: tuple[str, ...] = option(
+        (),
+        label="Trained in full",
+        help="Modules trained in full next to the adapters (peft modules_to_save)",
+        group="finetune",
+        choices={
+            "embed": (
+                "embeddings",
+                "peft modules_to_save: the input embeddings train in full next to the adapters, as a trainable "
+                "copy with its gradients and optimizer states (needed when new tokens are added)",
+            ),
+            "lm_head": (
+                "lm_head",
+                "peft modules_to_save: the output head trains in full next to the adapters, as a trainable copy "
+                "with its gradients and optimizer states (a tied head gets its own copy)",
+            ),
+        },
+        form={
+            "values": ["embed", "lm_head"],
+            "each": {"embed": "Train the embeddings in full", "lm_head": "Train lm_head in full"},
+        },
+    )
+    #: dtype of the adapters: fp32 (peft >= 0.12, autocast_adapter_dtype) or the base weights' dtype (older peft)
+    adapter_dtype: AdapterDtype = option(
+        "fp32",
+        label="Adapter dtype",
+        help="The dtype peft keeps the adapters in: fp32 since peft 0.12, the base weights' dtype before",
+        group="finetune",
+        choices={
+            "fp32": (
+                "fp32 (peft ≥ 0.12)",
+                "peft ≥ 0.12 upcasts the adapters to fp32 (autocast_adapter_dtype): 4 bytes a parameter",
+            ),
+            "base": (
+                "base dtype (older peft)",
+                "Older peft keeps the adapters in the base weights' dtype (2 bytes in bf16): smaller; "
+                "QLoRA adapters stay fp32",
+            ),
+        },
+        form={"accessible": "Adapter dtype"},
     )
     #: DoRA (weight-decomposed LoRA): magnitude vectors and per-layer weight norms
     dora: bool = option(
@@ -369,43 +530,6 @@ class FinetuneWorkload(_Frozen):
         "instead of keeping blocks it cannot reuse, so nvidia-smi shows less above the allocated peak",
         group="finetune",
     )
-    #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
-    modules_to_save: tuple[str, ...] = option(
-        (),
-        label="Trained in full",
-        help="Modules trained in full next to the adapters (peft modules_to_save)",
-        group="finetune",
-    )
-    #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")
-    lora_bias: LoraBias = option(
-        "none",
-        label="LoRA bias",
-        help="peft LoRA bias: which bias vectors train (each with its gradient and optimizer states)",
-        group="finetune",
-        choices={
-            "none": ("none", "No bias trains (peft's default)"),
-            "all": ("all", "Every bias of the model trains"),
-            "lora_only": ("LoRA layers only", "Only the biases of the adapted layers train"),
-        },
-    )
-    #: dtype of the adapters: fp32 (peft >= 0.12, autocast_adapter_dtype) or the base weights' dtype (older peft)
-    adapter_dtype: AdapterDtype = option(
-        "fp32",
-        label="Adapter dtype",
-        help="The dtype peft keeps the adapters in: fp32 since peft 0.12, the base weights' dtype before",
-        group="finetune",
-        choices={
-            "fp32": (
-                "fp32 (peft ≥ 0.12)",
-                "peft ≥ 0.12 upcasts the adapters to fp32 (autocast_adapter_dtype): 4 bytes a parameter",
-            ),
-            "base": (
-                "base dtype (older peft)",
-                "Older peft keeps the adapters in the base weights' dtype (2 bytes in bf16): smaller; "
-                "QLoRA adapters stay fp32",
-            ),
-        },
-    )
     #: a multimodal model's vision tower: loaded and frozen, trained (in full, or adapters on its linear layers),
     #: or absent (the text model class alone is loaded)
     vision_tower: VisionTower = option(
@@ -422,6 +546,7 @@ class FinetuneWorkload(_Frozen):
             ),
             "absent": ("not loaded", "Not loaded: the text model class alone (text-only training), no vision weights"),
         },
+        form={"accessible": "Vision tower"},
     )
 
     @field_validator("modules_to_save")
@@ -512,7 +637,42 @@ class Parallelism(_Frozen):
         group="hardware",
     )
     zero: Literal[0, 1, 2, 3] = option(
-        0, label="ZeRO", help="DeepSpeed ZeRO stage (fine-tuning on several GPUs)", group="hardware"
+        0,
+        label="ZeRO",
+        help="DeepSpeed ZeRO stage (fine-tuning on several GPUs)",
+        group="hardware",
+        choices={
+            "0": ("off", "no sharding"),
+            "1": ("ZeRO-1", "optimizer states sharded"),
+            "2": ("ZeRO-2", "optimizer states and gradients sharded"),
+            "3": ("ZeRO-3", "states, gradients and parameters sharded"),
+        },
+    )
+    #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
+    zero_bucket: int | None = option(
+        None,
+        ge=1,
+        le=10**12,
+        label="ZeRO bucket",
+        help="DeepSpeed reduce_bucket_size in elements (ZeRO only): the gradient buckets are this large; "
+        "default = DeepSpeed's 500,000,000",
+        group="hardware",
+        shown="default (5e8)",
+        form={"step": 50_000_000, "accessible": "DeepSpeed bucket size (elements)"},
+    )
+    #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
+    zero_overlap_comm: bool | None = option(
+        None,
+        label="overlap_comm",
+        help="DeepSpeed overlap_comm (ZeRO only)",
+        group="hardware",
+        shown="default",
+        form={"accessible": "DeepSpeed overlap_comm"},
+        choices={
+            "None": ("default", "DeepSpeed's default: on for ZeRO-3, off for ZeRO-1 and 2"),
+            "True": ("on", "Overlaps gradient reduction with the backward: a second gradient bucket (ZeRO-1 and 2)"),
+            "False": ("off", "One gradient bucket; the reduction waits for it"),
+        },
     )
     fsdp: bool = option(
         False,
@@ -536,6 +696,7 @@ class Parallelism(_Frozen):
             ),
             "hybrid": ("hybrid shard", "HYBRID_SHARD: full sharding inside each node, a replica per node"),
         },
+        form={"accessible": "FSDP strategy", "beside": "fsdp"},
     )
     #: FSDP1 (FullyShardedDataParallel, flat parameters; accelerate's default) or FSDP2 (fully_shard, per-parameter
     #: DTensors): with LoRA they differ in what frozen layers keep for backward
@@ -552,32 +713,18 @@ class Parallelism(_Frozen):
             ),
             "2": ("FSDP2", "fully_shard (per-parameter sharding): frozen layers keep only what LoRA needs"),
         },
-    )
-    #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
-    zero_bucket: int | None = option(
-        None,
-        ge=1,
-        le=10**12,
-        label="ZeRO bucket",
-        help="DeepSpeed reduce_bucket_size in elements (ZeRO only): the gradient buckets are this large; "
-        "default = DeepSpeed's 500,000,000",
-        group="hardware",
-        shown="default (5e8)",
-    )
-    #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
-    zero_overlap_comm: bool | None = option(
-        None,
-        label="overlap_comm",
-        help="DeepSpeed overlap_comm (ZeRO only)",
-        group="hardware",
-        shown="default",
+        form={"accessible": "FSDP version"},
     )
     offload: Offload = option(
         "none",
         label="Offload",
         help="Move optimizer states or parameters to CPU memory",
         group="hardware",
-        choices={"none": ("off", ""), "optimizer": ("optimizer states", ""), "params": ("parameters", "")},
+        choices={
+            "none": ("off", "Nothing is offloaded to CPU memory"),
+            "optimizer": ("optimizer states", "Optimizer states live in CPU memory (DeepSpeed / FSDP offload)"),
+            "params": ("parameters", "Parameters and optimizer states live in CPU memory"),
+        },
     )
 
 
@@ -592,6 +739,26 @@ class Scenario(_Frozen):
         help="How the weights are stored in memory",
         group="model",
         choices={"auto": ("auto (checkpoint)", "")},
+        form={
+            "values": [
+                "auto",
+                "bf16",
+                "fp16",
+                "fp8",
+                "int8",
+                "nf4",
+                "nf4-dq",
+                "gptq-int4",
+                "gptq-int8",
+                "awq-int4",
+                "mxfp4",
+                "q8_0",
+                "q6_k",
+                "q5_k_m",
+                "q4_k_m",
+                "q4_0",
+            ]
+        },
     )
     workload: Workload = InferenceWorkload()
     hardware: Hardware = Hardware()

@@ -356,15 +356,12 @@ class MainWindow(QMainWindow):
         """The form's widgets as attributes of the window (tests and shortcuts reach them here)."""
         f = self.form
         self.model_combo = f.model_combo
-        self.engine_combo = f.engine_combo
-        self.weights_combo = f.weights_combo
-        self.kv_combo = f.kv_combo
-        self.batch_spin = f.batch_spin
-        self.input_spin = f.input_spin
-        self.output_spin = f.output_spin
         self.gpu_combo = f.gpu_combo
-        self.gpu_count_spin = f.gpu_count_spin
         self.tabs = f.tabs
+
+    def widget(self, name: str) -> QWidget:
+        """The form's widget of option ``name`` (tests and shortcuts reach it here too)."""
+        return self.form.widget(name)
 
     # ------------------------------------------------------------------ building
     def _build_results(self) -> QWidget:

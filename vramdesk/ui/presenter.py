@@ -146,8 +146,8 @@ class FormValues:
     grad_checkpointing: bool = True
     #: selective checkpointing: every k-th layer (1 = every layer)
     checkpoint_every: int = 1
-    #: mean length of unpacked batches of varying length; 0 = packed (every batch seq_len long)
-    mean_seq_len: int = 0
+    #: mean length of unpacked batches of varying length; None = packed (every batch seq_len long)
+    mean_seq_len: int | None = None
     lora_rank: int = 16
     lora_targets: str = "all-linear"
     #: LoRA dropout probability (LoRA / QLoRA only)
@@ -202,7 +202,6 @@ def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormVa
         model=scenario.model.id,
         mode=scenario.workload.kind,
         lora_targets=",".join(values["lora_targets"]),
-        mean_seq_len=values["mean_seq_len"] or 0,
         gpu=gpu_key or scenario.hardware.gpu,
     )
     return FormValues(**values)
@@ -214,8 +213,6 @@ def _form_value(form: FormValues, name: str, work: Mapping[str, Any], detected: 
     adapters = form.method != "full"
     if name == "lora_targets":
         return tuple(t.strip() for t in form.lora_targets.split(",") if t.strip()) or ("all-linear",)
-    if name == "mean_seq_len":
-        return form.mean_seq_len or None
     if name == "modules_to_save":
         # the core rejects it for a full fine-tune (it trains every module already); the form keeps it
         saved = tuple(form.modules_to_save) if adapters else ()
