@@ -23,16 +23,11 @@ from hypothesis import strategies as st
 
 from vramdesk.cli import build_parser, main
 from vramdesk.core.architecture import ConfigError
-from vramdesk.core.checkpoint import (
-    MAX_TENSOR_ELEMENTS,
-    CheckpointError,
-    gguf_to_config,
-    parse_gguf_header,
-    parse_safetensors_header,
-)
+from vramdesk.core.checkpoint import MAX_TENSOR_ELEMENTS, CheckpointError, parse_safetensors_header
 from vramdesk.core.dtype_names import FormatError
 from vramdesk.core.estimate import MAX_PLAN_BYTES, EstimateError, estimate
 from vramdesk.core.facts import model_facts
+from vramdesk.core.gguf_header import gguf_to_config, parse_gguf_header
 from vramdesk.core.jsonsafe import JsonError, loads
 from vramdesk.core.options import options
 from vramdesk.core.performance import PerformanceError, performance

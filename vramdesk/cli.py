@@ -531,7 +531,9 @@ def _add_solve_parser(sub: Any) -> None:
 def _solve(ns: argparse.Namespace, out: TextIO) -> int:
     """`vramdesk solve ...`: exact answers on the estimator (see vramdesk.core.solve)."""
     from vramdesk.core.advice import advise
-    from vramdesk.core.solve import SolveError, maximize, minimize_gpus, smallest_changes
+    from vramdesk.core.solve import SolveError, maximize
+    from vramdesk.core.solve_changes import smallest_changes
+    from vramdesk.core.solve_gpus import minimize_gpus
 
     try:
         scenario = scenario_from(ns.model, _options_dict(ns))

@@ -12,15 +12,9 @@ import pytest
 from vramdesk.cli import main
 from vramdesk.core.estimate import estimate
 from vramdesk.core.scenario import Scenario
-from vramdesk.core.solve import (
-    SolveError,
-    _sharding_candidates,
-    gpu_counts,
-    gpu_layout,
-    maximize,
-    minimize_gpus,
-    smallest_changes,
-)
+from vramdesk.core.solve import SolveError, maximize
+from vramdesk.core.solve_changes import _sharding_candidates, smallest_changes
+from vramdesk.core.solve_gpus import gpu_counts, gpu_layout, minimize_gpus
 from vramdesk.services.catalog import default_catalog
 
 LLAMA8 = "meta-llama/Llama-3.1-8B"

@@ -18,17 +18,10 @@ from fakehub import (
     tiny_llama_tensors,
 )
 
-from vramdesk.core.checkpoint import (
-    CheckpointError,
-    classify,
-    gguf_to_config,
-    parse_gguf_header,
-    stored_parameter_count,
-    tensors_from_gguf,
-    tensors_from_safetensors,
-)
+from vramdesk.core.checkpoint import CheckpointError, classify, stored_parameter_count, tensors_from_safetensors
 from vramdesk.core.config_readers import normalize
 from vramdesk.core.estimate import estimate
+from vramdesk.core.gguf_header import gguf_to_config, parse_gguf_header, tensors_from_gguf
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 from vramdesk.services.local import LocalModelError, read_gguf, read_model_folder, read_safetensors_header

@@ -24,7 +24,8 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Optimizer, Scenario
-from vramdesk.core.solve import SolveError, maximize, smallest_changes
+from vramdesk.core.solve import SolveError, maximize
+from vramdesk.core.solve_changes import smallest_changes
 from vramdesk.services.catalog import default_catalog
 from vramdesk.ui import core_text, i18n
 from vramdesk.ui.core_text import Translator, localize, localize_name

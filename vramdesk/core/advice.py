@@ -13,7 +13,7 @@ from .facts import ModelFacts
 from .gpu import GpuSpec
 from .performance import Efficiency, PerformanceError, performance
 from .scenario import Scenario
-from .solve import minimize_gpus
+from .solve_gpus import minimize_gpus
 
 SortKey = Literal["gpus", "total_memory", "decode", "prefill", "train", "step_time", "name", "spare"]
 

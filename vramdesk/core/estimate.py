@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import constants as K
 from .architecture import Architecture
 from .dtype_names import DTYPE_BYTES, FormatError, kv_bits
-from .engines import Context, EngineRun, engine, torch_context
+from .engines import Context, Engine, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
@@ -15,7 +15,7 @@ from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from .training import TrainingRun, training_phases
 from .training_plan import TRAINABLE_BASES, TrainingError
 from .weight_format import WeightFormat, parse_weight_format
-from .weights import stored_weight_bytes
+from .weights import WeightBytes, stored_weight_bytes
 
 
 class EstimateError(ValueError):
@@ -127,16 +127,11 @@ def estimate(
     return _bounded(_estimate(scenario, facts, gpu, headroom_fraction))
 
 
-def _estimate(
-    scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None, headroom_fraction: float | None = None
-) -> Estimate:
-    work = scenario.workload
-    if not isinstance(work, InferenceWorkload):
-        return _estimate_training(scenario, work, facts, gpu, headroom_fraction)
-    arch, eng = facts.arch, engine(work.engine)
-    fmt, on_the_fly = resolve_format(scenario, arch)
-    # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
-    parts = frozenset({"text", "vision"} if eng.loads_vision else {"text"})
+def _inference_weights(
+    scenario: Scenario, facts: ModelFacts, fmt: WeightFormat, parts: frozenset[str]
+) -> tuple[WeightBytes, str, str]:
+    """The weights an inference plan loads (the checkpoint's stored tensors when the weights are "auto" and its
+    headers are known, else the format's rule), with their label and the kind the engine sees."""
     weights_label = fmt.label
     stored_kind = fmt.kind
     if scenario.weights == "auto" and facts.checkpoint is not None:
@@ -151,8 +146,14 @@ def _estimate(
             stored_kind = "gguf"
     else:
         wb = facts.weights(fmt, parts)
-    kvb, kv_label = _kv(work, fmt, arch)
-    input_len = work.input_len or min(arch.max_position or 4096, 4096)
+    return wb, weights_label, stored_kind
+
+
+def _inference_warnings(
+    scenario: Scenario, work: InferenceWorkload, arch: Architecture, eng: Engine, fmt: WeightFormat, input_len: int
+) -> list[str]:
+    """The warnings of an inference plan's layout, length and format; raises :class:`EstimateError` for a layout
+    the engine cannot serve."""
     warnings = list(arch.warnings)
     spread = scenario.parallelism.tp * scenario.parallelism.pp
     if spread > scenario.hardware.gpu_count and not eng.serves_across_machines:
@@ -179,6 +180,59 @@ def _estimate(
         )
     if fmt.kind == "gguf" and not eng.runs_gguf:
         warnings.append(f"{work.engine} dequantises GGUF files on load; the weights are priced as the GGUF stores them")
+    return warnings
+
+
+def _inference_shares(
+    run: EngineRun,
+    gpu: GpuSpec | None,
+    gpu_count: int,
+    headroom_fraction: float | None,
+    allocated: int,
+    reserved: int,
+    extra: int,
+) -> tuple[GpuShare, ...]:
+    """What each GPU holds: its own peak when the engine splits the model unevenly (each with its verdict), else
+    one share of the peak per GPU the engine uses."""
+    if run.per_gpu_phases:
+        shares = []
+        for i, (phases, slack) in enumerate(zip(run.per_gpu_phases, run.per_gpu_slack, strict=True)):
+            own = max(phases, key=lambda p: p.allocated_bytes)
+            a = own.allocated_bytes
+            shares.append(
+                GpuShare(
+                    index=i,
+                    peak_allocated_bytes=a,
+                    peak_reserved_bytes=a + slack,
+                    device_bytes=a + slack + extra,
+                    components=own.components,
+                    fit=verdict(a + slack + extra, gpu, gpu_count, headroom_fraction=headroom_fraction)
+                    if gpu is not None
+                    else None,
+                )
+            )
+        return tuple(shares)
+    device = reserved + extra
+    return tuple(
+        GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
+        for i in range(max(1, run.gpu_count))
+    )
+
+
+def _estimate(
+    scenario: Scenario, facts: ModelFacts, gpu: GpuSpec | None = None, headroom_fraction: float | None = None
+) -> Estimate:
+    work = scenario.workload
+    if not isinstance(work, InferenceWorkload):
+        return _estimate_training(scenario, work, facts, gpu, headroom_fraction)
+    arch, eng = facts.arch, engine(work.engine)
+    fmt, on_the_fly = resolve_format(scenario, arch)
+    # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
+    parts = frozenset({"text", "vision"} if eng.loads_vision else {"text"})
+    wb, weights_label, stored_kind = _inference_weights(scenario, facts, fmt, parts)
+    kvb, kv_label = _kv(work, fmt, arch)
+    input_len = work.input_len or min(arch.max_position or 4096, 4096)
+    warnings = _inference_warnings(scenario, work, arch, eng, fmt, input_len)
     gpu_count = scenario.hardware.gpu_count
     ctx = Context(
         arch=arch,
@@ -207,29 +261,7 @@ def _estimate(
     reserved = allocated + run.reserved_slack
     extra = sum(c.bytes for c in run.device_extra)
     device = reserved + extra
-    if run.per_gpu_phases:
-        shares = []
-        for i, (phases, slack) in enumerate(zip(run.per_gpu_phases, run.per_gpu_slack, strict=True)):
-            own = max(phases, key=lambda p: p.allocated_bytes)
-            a = own.allocated_bytes
-            shares.append(
-                GpuShare(
-                    index=i,
-                    peak_allocated_bytes=a,
-                    peak_reserved_bytes=a + slack,
-                    device_bytes=a + slack + extra,
-                    components=own.components,
-                    fit=verdict(a + slack + extra, gpu, gpu_count, headroom_fraction=headroom_fraction)
-                    if gpu is not None
-                    else None,
-                )
-            )
-        per_gpu = tuple(shares)
-    else:
-        per_gpu = tuple(
-            GpuShare(index=i, peak_allocated_bytes=allocated, peak_reserved_bytes=reserved, device_bytes=device)
-            for i in range(max(1, run.gpu_count))
-        )
+    per_gpu = _inference_shares(run, gpu, gpu_count, headroom_fraction, allocated, reserved, extra)
     if gpu_count > len(per_gpu) and eng.may_leave_gpus_empty:
         warnings.append(f"{gpu_count} GPUs but only {len(per_gpu)} get layers: the others hold nothing of this model")
     # the verdict is decided by the busiest GPU

@@ -25,12 +25,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .architecture import Architecture, AttentionKind
-from .engines import engine
+from .engines import Engine, engine
 from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
 from .result import Estimate
-from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
+from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from .weight_format import WeightFormat
 from .weights import WeightBytes, stored_weight_bytes
 
@@ -276,6 +276,46 @@ def performance(
     return _training(est, scenario, work, facts, gpu, eff, dataset_tokens)
 
 
+def _decode_memory_s(
+    est: Estimate,
+    eng: Engine,
+    eff: Efficiency,
+    hw: _Hw,
+    wb: WeightBytes,
+    step_bytes: float,
+    w_read: float,
+    tp: int,
+    notes: list[str],
+) -> tuple[float, float, float]:
+    """Where a decode step's bytes are read from: (the share of the weights on the GPU, seconds reading GPU memory,
+    seconds reading host memory), with the note that says so."""
+    # split of the bytes: TP divides them across GPUs that work at once; a layer split (transformers
+    # device_map, llama.cpp) runs the GPUs one after another, so the step still reads everything in sequence
+    gpu_share = 1.0
+    if eng.offloads_gpu_layers and est.engine.gpu_layers is not None and est.engine.total_layers:
+        gpu_share = est.engine.gpu_layers / est.engine.total_layers
+    t_mem_gpu = step_bytes * gpu_share / tp / hw.bw
+    t_host = step_bytes * (1.0 - gpu_share) / (eff.host_gbps * 1e9)
+    if gpu_share < 1.0:
+        notes.append(
+            f"llama.cpp keeps {(est.engine.total_layers or 0) - (est.engine.gpu_layers or 0)} of "
+            f"{est.engine.total_layers} "
+            f"layers on the CPU: their share is read from host RAM at {eff.host_gbps:g} GB/s"
+        )
+    elif eng.streams_offloaded_weights and est.host_bytes:
+        # device_map spilled weights to CPU memory: accelerate copies each offloaded layer to the GPU for every
+        # forward, so their share of the weights crosses PCIe each step (the KV cache stays on the GPU)
+        off = min(1.0, est.host_bytes / max(1, wb.total))
+        gpu_share = 1.0 - off
+        t_mem_gpu = (step_bytes - w_read * off) / tp / hw.bw
+        t_host = w_read * off / (eff.pcie_gbps * 1e9)
+        notes.append(
+            f"device_map keeps {est.host_bytes / 2**30:.2f} GiB of weights in CPU memory: "
+            f"{100 * off:.0f} % of the weights cross PCIe at {eff.pcie_gbps:g} GB/s every step"
+        )
+    return gpu_share, t_mem_gpu, t_host
+
+
 def _inference(
     est: Estimate, scenario: Scenario, work: InferenceWorkload, facts: ModelFacts, gpu: GpuSpec, eff: Efficiency
 ) -> Performance:
@@ -307,30 +347,7 @@ def _inference(
         f"effective bandwidth = {gpu.bandwidth_gbps:g} GB/s x {bw_eff:g}"
         + (" (block-quantised kernels dequantise on the fly)" if eff.bandwidth is None and block else "")
     )
-    # split of the bytes: TP divides them across GPUs that work at once; a layer split (transformers
-    # device_map, llama.cpp) runs the GPUs one after another, so the step still reads everything in sequence
-    gpu_share = 1.0
-    if eng.offloads_gpu_layers and est.engine.gpu_layers is not None and est.engine.total_layers:
-        gpu_share = est.engine.gpu_layers / est.engine.total_layers
-    t_mem_gpu = step_bytes * gpu_share / tp / hw.bw
-    t_host = step_bytes * (1.0 - gpu_share) / (eff.host_gbps * 1e9)
-    if gpu_share < 1.0:
-        notes.append(
-            f"llama.cpp keeps {(est.engine.total_layers or 0) - (est.engine.gpu_layers or 0)} of "
-            f"{est.engine.total_layers} "
-            f"layers on the CPU: their share is read from host RAM at {eff.host_gbps:g} GB/s"
-        )
-    elif eng.streams_offloaded_weights and est.host_bytes:
-        # device_map spilled weights to CPU memory: accelerate copies each offloaded layer to the GPU for every
-        # forward, so their share of the weights crosses PCIe each step (the KV cache stays on the GPU)
-        off = min(1.0, est.host_bytes / max(1, wb.total))
-        gpu_share = 1.0 - off
-        t_mem_gpu = (step_bytes - w_read * off) / tp / hw.bw
-        t_host = w_read * off / (eff.pcie_gbps * 1e9)
-        notes.append(
-            f"device_map keeps {est.host_bytes / 2**30:.2f} GiB of weights in CPU memory: "
-            f"{100 * off:.0f} % of the weights cross PCIe at {eff.pcie_gbps:g} GB/s every step"
-        )
+    gpu_share, t_mem_gpu, t_host = _decode_memory_s(est, eng, eff, hw, wb, step_bytes, w_read, tp, notes)
     t_comp = dec_flops / tp / hw.flops if hw.flops else 0.0
     comm = 0.0
     if tp > 1:
@@ -404,6 +421,43 @@ def _inference(
 # ---------------------------------------------------------------------------------------------- training
 
 
+def _data_parallel_link(hw: _Hw, eff: Efficiency, machines: int) -> _Hw:
+    """The link the data-parallel ring runs over: the GPUs' own inside one machine, else the network's."""
+    dp_hw = hw
+    if machines > 1:
+        # the data-parallel ring crosses the network between machines, its slowest hop (tensor parallel stays
+        # inside a machine, on its own link)
+        dp_hw = replace(
+            hw,
+            link=min(hw.link, eff.internode_gbps * 1e9),
+            latency=max(hw.latency, eff.internode_latency_us * 1e-6),
+            link_text=f"the network between {machines} machines ({eff.internode_gbps:g} GB/s per GPU assumed)",
+        )
+    return dp_hw
+
+
+def _offload_s(
+    est: Estimate, work: FinetuneWorkload, par: Parallelism, eff: Efficiency, trainable: int, dp: int, notes: list[str]
+) -> float:
+    """Seconds per optimizer step that CPU offload adds (the optimizer's PCIe traffic and CPU AdamW, the
+    parameters streamed), with the notes that say so."""
+    ckpt = work.grad_checkpointing
+    offload = 0.0
+    if par.offload in ("optimizer", "params"):
+        share = trainable / max(1, dp)
+        offload += share * 4 / (eff.pcie_gbps * 1e9) + share / eff.cpu_adam_params_per_s
+        notes.append(
+            f"optimizer on the CPU: gradients down and parameters up over PCIe at {eff.pcie_gbps:g} GB/s, CPU AdamW "
+            f"at {eff.cpu_adam_params_per_s:.1e} parameters/s"
+        )
+    if par.offload == "params":
+        w_bytes = sum(c.bytes for c in est.components if c.category == "weights") or 2 * est.params.total
+        passes = 3 if ckpt else 2
+        offload += passes * work.grad_accum * max(w_bytes, 2 * est.params.total // max(1, dp)) / (eff.pcie_gbps * 1e9)
+        notes.append(f"parameters on the CPU: streamed over PCIe {passes} times per micro-step")
+    return offload
+
+
 def _training(
     est: Estimate,
     scenario: Scenario,
@@ -424,16 +478,7 @@ def _training(
     n = scenario.hardware.gpu_count * machines
     tp, pp = par.tp, par.pp
     dp = max(1, n // (tp * pp))
-    dp_hw = hw
-    if machines > 1:
-        # the data-parallel ring crosses the network between machines, its slowest hop (tensor parallel stays
-        # inside a machine, on its own link)
-        dp_hw = replace(
-            hw,
-            link=min(hw.link, eff.internode_gbps * 1e9),
-            latency=max(hw.latency, eff.internode_latency_us * 1e-6),
-            link_text=f"the network between {machines} machines ({eff.internode_gbps:g} GB/s per GPU assumed)",
-        )
+    dp_hw = _data_parallel_link(hw, eff, machines)
     lora = work.method in ("lora", "qlora")
     ckpt = work.grad_checkpointing
     n_mm = matmul_params(facts)
@@ -481,19 +526,7 @@ def _training(
         n_ar = (6 if ckpt else 4) * arch.n_layers // pp
         comm += per * n_ar * work.grad_accum
         notes.append(f"tensor parallel {tp}: {n_ar} all-reduces of micro_batch x seq x hidden x 2 B per micro-step")
-    offload = 0.0
-    if par.offload in ("optimizer", "params"):
-        share = trainable / max(1, dp)
-        offload += share * 4 / (eff.pcie_gbps * 1e9) + share / eff.cpu_adam_params_per_s
-        notes.append(
-            f"optimizer on the CPU: gradients down and parameters up over PCIe at {eff.pcie_gbps:g} GB/s, CPU AdamW "
-            f"at {eff.cpu_adam_params_per_s:.1e} parameters/s"
-        )
-    if par.offload == "params":
-        w_bytes = sum(c.bytes for c in est.components if c.category == "weights") or 2 * est.params.total
-        passes = 3 if ckpt else 2
-        offload += passes * work.grad_accum * max(w_bytes, 2 * est.params.total // max(1, dp)) / (eff.pcie_gbps * 1e9)
-        notes.append(f"parameters on the CPU: streamed over PCIe {passes} times per micro-step")
+    offload = _offload_s(est, work, par, eff, trainable, dp, notes)
     step = t_comp + comm + offload
     bound: Bound = "compute"
     if comm > t_comp and comm >= offload:

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 
 from vramdesk import __version__
 from vramdesk.core import jsonsafe
-from vramdesk.core.checkpoint import CheckpointError, GgufHeader
+from vramdesk.core.checkpoint import CheckpointError
+from vramdesk.core.gguf_header import GgufHeader
 from vramdesk.safety import redact
 
 from .local import GGUF_FIRST_READ, MAX_GGUF_HEADER, LocalModelError, parse_growing, read_config

@@ -18,11 +18,10 @@ from vramdesk.core import jsonsafe
 from vramdesk.core.checkpoint import (
     MAX_SAFETENSORS_HEADER,
     CheckpointError,
-    GgufHeader,
     NeedMoreBytesError,
-    parse_gguf_header,
     parse_safetensors_header,
 )
+from vramdesk.core.gguf_header import GgufHeader, parse_gguf_header
 
 #: a config.json larger than this is not a config
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -250,7 +249,7 @@ def read_gguf(path: Path) -> tuple[GgufHeader, tuple[Path, ...]]:
 
 
 def read_gguf_model(path: Path) -> LocalModel:
-    from vramdesk.core.checkpoint import gguf_to_config
+    from vramdesk.core.gguf_header import gguf_to_config
 
     path = Path(path)
     header, files = read_gguf(path)

@@ -18,14 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from vramdesk.core.architecture import ConfigError
-from vramdesk.core.checkpoint import (
-    CheckpointError,
-    GgufHeader,
-    stored_parameter_count,
-    tensors_from_gguf,
-    tensors_from_safetensors,
-)
+from vramdesk.core.checkpoint import CheckpointError, stored_parameter_count, tensors_from_safetensors
 from vramdesk.core.facts import ModelFacts, model_facts
+from vramdesk.core.gguf_header import GgufHeader, tensors_from_gguf
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.safety import redact
 
@@ -249,7 +244,7 @@ class _Resolver:
                 found = ", ".join(info.gguf_files[:6]) or "none"
                 raise HubError("not_found", f"{repo} has no {what} (GGUF files: {found})", repo=repo)
         header, _size = c.gguf_header(repo, name)
-        from vramdesk.core.checkpoint import gguf_to_config
+        from vramdesk.core.gguf_header import gguf_to_config
 
         try:
             config = gguf_to_config(header)

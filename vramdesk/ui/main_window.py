@@ -47,7 +47,8 @@ from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec, hardware_text
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.scenario import Scenario
-from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize, smallest_changes
+from vramdesk.core.solve import ChangesResult, SolveError, SolveResult, maximize
+from vramdesk.core.solve_changes import smallest_changes
 from vramdesk.safety import check_output
 from vramdesk.services.accuracy import MeasuredSet, measured_accuracy
 from vramdesk.services.catalog import Catalog, default_catalog

@@ -1,0 +1,532 @@
+"""What to change so that a scenario fits: candidate edits, each checked by running the estimator, ranked by cost.
+
+* the candidates: lighter weights and KV dtypes, engine settings, checkpointing, sharding, offload, LoRA /
+  QLoRA, and solver-backed cuts (the longest context or largest batch that then fits);
+* :func:`smallest_changes`: single and pairwise changes to a configuration (three when no one or two do), then
+  more GPUs alone or with one edit, ranked by a stated quality and speed cost (:data:`~vramdesk.core.solve.COST_RULE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from .dtype_names import FormatError, kv_bits
+from .engines import engine
+from .estimate import EstimateError, resolve_format
+from .facts import ModelFacts
+from .gpu import GpuSpec, hardware_text
+from .performance import PerformanceError, performance
+from .result import Estimate
+from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
+from .solve import (
+    COST_RULE,
+    Change,
+    ChangesResult,
+    Option,
+    _accepted,
+    _with_headroom,
+    maximize,
+    probe,
+    with_data,
+    with_work,
+)
+from .solve_gpus import GPUS_PER_MACHINE, MAX_MACHINES, minimize_gpus
+
+
+@dataclass(frozen=True)
+class _Cand:
+    change: Change
+    apply: Callable[[Scenario], Scenario]
+    #: a solver-backed change: the largest value of this field that fits the scenario as changed so far
+    #: (so "4-bit weights + the longest context that then fits" is one pair)
+    solve: str | None = None
+
+
+def _solved_change(
+    field: str, scenario: Scenario, original: Scenario, facts: ModelFacts, gpu: GpuSpec, allow_tight: bool
+) -> tuple[Scenario, Change] | None:
+    """Apply the largest ``field`` value that fits ``scenario``; None when nothing fits or it is no cut."""
+    work = original.workload
+    r = maximize(scenario, facts, gpu, field, allow_tight=allow_tight)
+    if r.value is None:
+        return None
+    v = r.value
+    if isinstance(work, InferenceWorkload):
+        if field == "input_len":
+            cur = work.input_len or min(facts.arch.max_position or 4096, 4096)
+            if v >= cur:
+                return None
+            share = 1 - v / cur
+            ch = Change(
+                key="input_len", description=f"input length {cur:,} -> {v:,}", quality_cost=2 + 6 * share, speed_cost=0
+            )
+            return with_work(scenario, input_len=v), ch
+        if field == "batch":
+            if v >= work.batch:
+                return None
+            share = 1 - v / work.batch
+            ch = Change(key="batch", description=f"batch {work.batch} -> {v}", quality_cost=0, speed_cost=1 + 6 * share)
+            return with_work(scenario, batch=v), ch
+        total = facts.arch.n_layers + 1
+        if v >= total:
+            return None
+        share = 1 - v / total
+        ch = Change(
+            key="n_gpu_layers",
+            description=f"offload: {v} of {total} layers on the GPU, the rest on the CPU",
+            quality_cost=0,
+            speed_cost=2 + 7 * share,
+        )
+        return with_data(scenario, lambda d: d["workload"].setdefault("llamacpp", {}).update(n_gpu_layers=v)), ch
+    assert isinstance(work, FinetuneWorkload)
+    if field == "seq_len":
+        if v >= work.seq_len:
+            return None
+        share = 1 - v / work.seq_len
+        ch = Change(
+            key="seq_len",
+            description=f"sequence length {work.seq_len:,} -> {v:,}",
+            quality_cost=2 + 6 * share,
+            speed_cost=0,
+        )
+        return with_work(scenario, seq_len=v), ch
+    if v >= work.micro_batch:
+        return None
+    accum = work.grad_accum * -(-work.micro_batch // v)
+    ch = Change(
+        key="micro_batch",
+        description=f"micro-batch {work.micro_batch} -> {v}, grad_accum {accum} (same tokens per step)",
+        quality_cost=0,
+        speed_cost=1,
+    )
+    return with_work(scenario, micro_batch=v, grad_accum=accum), ch
+
+
+def _solver_cand(field: str) -> _Cand:
+    return _Cand(Change(key=field, description=field, quality_cost=0, speed_cost=0), lambda s: s, solve=field)
+
+
+def _bits(scenario: Scenario, facts: ModelFacts, name: str) -> float:
+    try:
+        fmt, _ = resolve_format(scenario.model_copy(update={"weights": name}), facts.arch)
+    except EstimateError:
+        return 1e9
+    wb = facts.weights(fmt, frozenset({"text"}))
+    return 8.0 * wb.total / max(1, wb.params)
+
+
+def _current_bits(scenario: Scenario, facts: ModelFacts) -> float:
+    fmt, _ = resolve_format(scenario, facts.arch)
+    if scenario.weights == "auto" and facts.checkpoint is not None:
+        total = sum(t.stored_bytes or 2 * t.numel for t in facts.checkpoint if t.part == "text")
+        params = sum(t.numel for t in facts.checkpoint if t.part == "text")
+        return 8.0 * total / max(1, params)
+    wb = facts.weights(fmt, frozenset({"text"}))
+    return 8.0 * wb.total / max(1, wb.params)
+
+
+def _inference_candidates(
+    scenario: Scenario, work: InferenceWorkload, facts: ModelFacts, gpu: GpuSpec, allow_tight: bool
+) -> list[_Cand]:
+    out: list[_Cand] = []
+    eng = engine(work.engine)
+    cur_bits = _current_bits(scenario, facts)
+    # the lighter weight formats and KV dtypes each engine runs: (name, quality cost[, speed cost])
+    for name, q, sp in eng.lighter_weights:
+        if _bits(scenario, facts, name) < cur_bits * 0.95:
+            out.append(
+                _Cand(
+                    Change(key=f"weights={name}", description=f"weights {name}", quality_cost=q, speed_cost=sp),
+                    lambda s, n=name: s.model_copy(update={"weights": n}),  # type: ignore[misc]
+                )
+            )
+    cur_kv = work.kv_dtype
+    try:
+        cur_kv_bits = kv_bits("bf16" if cur_kv == "auto" else cur_kv)
+    except FormatError:  # pragma: no cover - Literal
+        cur_kv_bits = 16.0
+    for name, q in eng.lighter_kv:
+        if kv_bits(name) < cur_kv_bits:
+            out.append(
+                _Cand(
+                    Change(key=f"kv_dtype={name}", description=f"KV cache {name}", quality_cost=q, speed_cost=0.0),
+                    lambda s, n=name: with_work(s, kv_dtype=n),  # type: ignore[misc]
+                )
+            )
+    if eng.has_pool_budget:
+        v = work.vllm
+        if v.gpu_memory_utilization < 0.95:
+            out.append(
+                _Cand(
+                    Change(
+                        key="gpu_memory_utilization=0.95",
+                        description=f"vLLM gpu_memory_utilization {v.gpu_memory_utilization} -> 0.95",
+                        quality_cost=0,
+                        speed_cost=1,
+                    ),
+                    lambda s: with_data(
+                        s, lambda d: d["workload"].setdefault("vllm", {}).update(gpu_memory_utilization=0.95)
+                    ),
+                )
+            )
+        if v.max_num_batched_tokens is None or v.max_num_batched_tokens > 2048:
+            out.append(
+                _Cand(
+                    Change(
+                        key="max_num_batched_tokens=2048",
+                        description="vLLM max_num_batched_tokens 2048 (smaller prefill chunks)",
+                        quality_cost=0,
+                        speed_cost=1,
+                    ),
+                    lambda s: with_data(
+                        s, lambda d: d["workload"].setdefault("vllm", {}).update(max_num_batched_tokens=2048)
+                    ),
+                )
+            )
+        if not v.enforce_eager:
+            out.append(
+                _Cand(
+                    Change(
+                        key="enforce_eager",
+                        description="vLLM --enforce-eager (no CUDA graphs)",
+                        quality_cost=0,
+                        speed_cost=3,
+                    ),
+                    lambda s: with_data(s, lambda d: d["workload"].setdefault("vllm", {}).update(enforce_eager=True)),
+                )
+            )
+    out.append(_solver_cand("input_len"))
+    if work.batch > 1:
+        out.append(_solver_cand("batch"))
+    if eng.offloads_gpu_layers:
+        out.append(_solver_cand("n_gpu_layers"))
+    return out
+
+
+def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: ModelFacts, gpu: GpuSpec) -> list[_Cand]:
+    out: list[_Cand] = []
+    if not work.grad_checkpointing:
+        out.append(
+            _Cand(
+                Change(
+                    key="grad_checkpointing", description="activation checkpointing on", quality_cost=0, speed_cost=3
+                ),
+                lambda s: with_work(s, grad_checkpointing=True),
+            )
+        )
+    if not work.chunked_loss:
+        # the loss head (12 B x tokens x vocab) is the largest transient of long sequences and large vocabularies;
+        # a chunked / fused cross-entropy (Liger's, torchtune's) keeps one chunk's fp32 terms
+        out.append(
+            _Cand(
+                Change(
+                    key="chunked_loss",
+                    description="chunked cross-entropy (Liger / torchtune)",
+                    quality_cost=0,
+                    speed_cost=1,
+                ),
+                lambda s: with_work(s, chunked_loss=True),
+            )
+        )
+    if not work.expandable_segments:
+        # the allocator's cache of free blocks shrinks to about a fifth of the loss head (benchmarks/allocator)
+        out.append(
+            _Cand(
+                Change(
+                    key="expandable_segments",
+                    description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                    quality_cost=0,
+                    speed_cost=0,
+                ),
+                lambda s: with_work(s, expandable_segments=True),
+            )
+        )
+    par = scenario.parallelism
+    if par.fsdp and par.fsdp_version == 1 and work.method != "full":
+        # FSDP1's flat parameters make frozen layers keep their inputs; fully_shard does not
+        out.append(
+            _Cand(
+                Change(
+                    key="fsdp_version=2",
+                    description="FSDP2 (fully_shard) instead of FSDP1",
+                    quality_cost=0,
+                    speed_cost=0,
+                ),
+                lambda s: with_data(s, lambda d: d["parallelism"].update(fsdp_version=2)),
+            )
+        )
+    out += _sharding_candidates(scenario)
+    if work.optimizer in ("adamw", "adamw-fused", "lion", "adafactor"):
+        out.append(
+            _Cand(
+                Change(key="optimizer=adamw-8bit", description="8-bit AdamW", quality_cost=1, speed_cost=0),
+                lambda s: with_work(s, optimizer="adamw-8bit"),
+            )
+        )
+    if work.method == "full":
+        out.append(
+            _Cand(
+                Change(key="method=lora", description="LoRA instead of full fine-tuning", quality_cost=3, speed_cost=0),
+                lambda s: with_work(s, method="lora"),
+            )
+        )
+    if work.method in ("full", "lora"):
+        q = 5.0 if work.method == "full" else 2.0
+        out.append(
+            _Cand(
+                Change(key="method=qlora", description="QLoRA (4-bit base)", quality_cost=q, speed_cost=3),
+                _qlora,
+            )
+        )
+    out += _offload_candidates(scenario)
+    out.append(_solver_cand("seq_len"))
+    if work.micro_batch > 1:
+        out.append(_solver_cand("micro_batch"))
+    return out
+
+
+def _offload_candidates(scenario: Scenario) -> list[_Cand]:
+    """Optimizer or parameters on the CPU, with the DeepSpeed stage that does it when the plan has none: ZeRO-2 for
+    the optimizer (ZeRO-Offload; ZeRO-1 beside a pipeline), ZeRO-3 for the parameters (not beside a pipeline)."""
+    par = scenario.parallelism
+    out: list[_Cand] = []
+
+    def offload(kind: str, zero: int | None) -> Callable[[Scenario], Scenario]:
+        update: dict[str, object] = {"offload": kind} | ({"zero": zero} if zero is not None else {})
+        return lambda s: with_data(s, lambda d: d["parallelism"].update(update))
+
+    if par.offload == "none":
+        zero = None if (par.zero or par.fsdp) else (1 if par.pp > 1 else 2)
+        what = "optimizer on the CPU" + (f" (DeepSpeed ZeRO-{zero} offload)" if zero else "")
+        out.append(
+            _Cand(
+                Change(key="offload=optimizer", description=what, quality_cost=0, speed_cost=5),
+                offload("optimizer", zero),
+            )
+        )
+    if par.offload != "params" and (par.fsdp or par.zero == 3 or par.pp == 1):
+        zero = None if (par.fsdp or par.zero == 3) else 3
+        what = "parameters on the CPU" + (" (DeepSpeed ZeRO-3 offload)" if zero else "")
+        out.append(
+            _Cand(
+                Change(key="offload=params", description=what, quality_cost=0, speed_cost=8),
+                offload("params", zero),
+            )
+        )
+    return out
+
+
+def _sharding_candidates(scenario: Scenario) -> list[_Cand]:
+    """On several GPUs, shard more of the model states across them: no quality cost, some communication. ZeRO-2
+    (gradients and states) and ZeRO-3 (weights too) under DeepSpeed, or without FSDP; FSDP's full shard for an
+    FSDP plan that keeps whole weights. ZeRO-2/3 do not combine with pipeline parallel."""
+    par = scenario.parallelism
+    if scenario.hardware.gpu_count * scenario.hardware.nodes < 2:
+        return []
+    out: list[_Cand] = []
+    if par.fsdp:
+        if par.fsdp_strategy == "shard-grad-op":
+            out.append(
+                _Cand(
+                    Change(
+                        key="fsdp_strategy=full",
+                        description="FSDP full shard (weights sharded too)",
+                        quality_cost=0,
+                        speed_cost=2,
+                    ),
+                    lambda s: with_data(s, lambda d: d["parallelism"].update(fsdp_strategy="full")),
+                )
+            )
+        return out
+    if par.pp > 1:
+        return out
+    for stage, speed, what in ((2, 1.0, "gradients and optimizer states"), (3, 2.0, "weights, gradients and states")):
+        if par.zero < stage:
+            out.append(
+                _Cand(
+                    Change(
+                        key=f"zero={stage}",
+                        description=f"ZeRO-{stage} ({what} sharded over the GPUs)",
+                        quality_cost=0,
+                        speed_cost=speed,
+                    ),
+                    lambda s, z=stage: with_data(s, lambda d: d["parallelism"].update(zero=z)),  # type: ignore[misc]
+                )
+            )
+    return out
+
+
+def _qlora(s: Scenario) -> Scenario:
+    work = s.workload
+    prec = work.precision if isinstance(work, FinetuneWorkload) and work.precision != "fp32" else "bf16"
+    return with_work(s, method="qlora", precision=prec)
+
+
+def _speed(est: Estimate, scenario: Scenario, facts: ModelFacts, gpu: GpuSpec) -> float | None:
+    try:
+        perf = performance(est, scenario, facts, gpu)
+    except PerformanceError:
+        return None
+    return perf.decode_tokens_per_s if perf.decode_tokens_per_s is not None else perf.train_tokens_per_s
+
+
+@dataclass
+class _Trials:
+    """The scenario :func:`smallest_changes` works on, and how many estimates it has run (``tried``)."""
+
+    scenario: Scenario
+    facts: ModelFacts
+    gpu: GpuSpec
+    allow_tight: bool
+    tried: int = 0
+
+    def attempt(self, chosen: Sequence[_Cand]) -> Option | None:
+        """``chosen`` applied together and estimated: the option, or None when it does not fit or does not apply."""
+        scenario, facts, gpu, allow_tight = self.scenario, self.facts, self.gpu, self.allow_tight
+        accepted = _accepted(allow_tight)
+        s = scenario
+        changes_list: list[Change] = []
+        try:
+            # fixed edits first, then the solver-backed one finds the largest value that fits what they left
+            for c in sorted(chosen, key=lambda c: c.solve is not None):
+                if c.solve is None:
+                    s = c.apply(s)
+                    changes_list.append(c.change)
+                    continue
+                solved = _solved_change(c.solve, s, scenario, facts, gpu, allow_tight)
+                if solved is None:
+                    return None
+                s, ch = solved
+                changes_list.append(ch)
+        except ValueError:
+            return None
+        self.tried += 1
+        p, est = probe(s, facts, gpu)
+        if p.verdict not in accepted or p.device_bytes is None or p.verdict is None or est is None:
+            return None
+        changes = tuple(changes_list)
+        cost = sum(c.quality_cost + c.speed_cost for c in changes)
+        return Option(
+            changes=changes,
+            verdict=p.verdict,
+            device_bytes=p.device_bytes,
+            cost=round(cost, 2),
+            scenario=s.model_dump(mode="json"),
+            summary=" + ".join(c.description for c in changes),
+            tokens_per_s=_speed(est, s, facts, gpu),
+        )
+
+
+def _compatible(group: Sequence[_Cand]) -> bool:
+    kinds = [c.change.key.split("=")[0] for c in group]
+    return len(set(kinds)) == len(kinds) and sum(c.solve is not None for c in group) <= 1
+
+
+def _edit_options(trials: _Trials, cands: list[_Cand]) -> tuple[list[Option], set[str]]:
+    """The single changes that fit, the pairs neither of whose changes fits alone, then trios (see below); with the
+    keys of the single changes that fit."""
+    options: list[Option] = []
+    singles_ok: set[str] = set()
+    for c in cands:
+        o = trials.attempt([c])
+        if o is not None:
+            options.append(o)
+            singles_ok.add(c.change.key)
+
+    pairs_ok: set[frozenset[str]] = set()
+    for a, b in combinations(cands, 2):
+        if a.change.key in singles_ok or b.change.key in singles_ok or not _compatible((a, b)):
+            continue
+        o = trials.attempt([a, b])
+        if o is not None:
+            options.append(o)
+            pairs_ok.add(frozenset((a.change.key, b.change.key)))
+    if all(any(c.key in ("seq_len", "input_len") for c in o.changes) for o in options):
+        # three changes when no one or two do, or when all that do cut the sequence or prompt length (8,192 -> 160
+        # tokens is an answer no one asked for); the same minimality rule
+        length_cuts_only = bool(options)
+        for trio in combinations(cands, 3):
+            keys = [c.change.key for c in trio]
+            if not _compatible(trio) or any(frozenset(p) in pairs_ok for p in combinations(keys, 2)):
+                continue
+            if length_cuts_only and any(c.solve in ("seq_len", "input_len") for c in trio):
+                continue  # looking for what keeps the length, not for more ways to cut it
+            o = trials.attempt(list(trio))
+            if o is not None:
+                options.append(o)
+    return options, singles_ok
+
+
+def _gpu_options(trials: _Trials, cands: list[_Cand], singles_ok: set[str], max_gpus: int) -> list[Option]:
+    """The options that add GPUs (up to ``max_gpus``; a fine-tune up to whole machines), costed 2 per added GPU."""
+    scenario, facts, gpu, allow_tight = trials.scenario, trials.facts, trials.gpu, trials.allow_tight
+    work = scenario.workload
+    options: list[Option] = []
+    now = scenario.hardware.gpu_count * scenario.hardware.nodes
+    # a fine-tune may also grow by whole machines (up to 8 of them); inference stays on one machine
+    most = max(max_gpus, MAX_MACHINES * GPUS_PER_MACHINE) if isinstance(work, FinetuneWorkload) else max_gpus
+    if now < most:
+        # more GPUs alone, then each fixed edit with the fewest GPUs it then needs (when that saves GPUs)
+        plain: int | None = None
+        for cand in (None, *[c for c in cands if c.solve is None]):
+            start = scenario if cand is None else cand.apply(scenario)
+            g = minimize_gpus(start, facts, gpu, max_gpus=most, allow_tight=allow_tight)
+            trials.tried += g.evaluations
+            if g.gpus is None or g.gpus <= now or g.scenario is None or g.at_value is None:
+                continue
+            if cand is None:
+                plain = g.gpus
+            elif (plain is not None and g.gpus >= plain) or cand.change.key in singles_ok:
+                continue
+            extra = g.gpus - now
+            where = hardware_text(gpu.name, g.gpus // g.machines, g.machines)
+            ch = Change(key=f"gpus={g.gpus}", description=f"{where} ({g.how})", quality_cost=0, speed_cost=0)
+            changes = (ch,) if cand is None else (cand.change, ch)
+            solved = Scenario.model_validate(g.scenario)
+            _, est_g = probe(solved, facts, gpu)
+            options.append(
+                Option(
+                    changes=changes,
+                    verdict=g.at_value.verdict or "fits",
+                    device_bytes=g.at_value.device_bytes or 0,
+                    cost=round(2.0 * extra + sum(c.quality_cost + c.speed_cost for c in changes), 2),
+                    scenario=g.scenario,
+                    summary=" + ".join(c.description for c in changes),
+                    tokens_per_s=_speed(est_g, solved, facts, gpu) if est_g is not None else None,
+                )
+            )
+    return options
+
+
+@_with_headroom
+def smallest_changes(
+    scenario: Scenario,
+    facts: ModelFacts,
+    gpu: GpuSpec,
+    *,
+    allow_tight: bool = False,
+    max_gpus: int = 8,
+    limit: int = 10,
+) -> ChangesResult:
+    """Single and pairwise changes that make ``scenario`` fit, cheapest first (see :data:`COST_RULE`).
+
+    A pair is listed only when neither of its changes fits alone; three changes are tried only when no single
+    change or pair fits. Every option was estimated."""
+    base, _ = probe(scenario, facts, gpu)
+    work = scenario.workload
+    if isinstance(work, InferenceWorkload):
+        cands = _inference_candidates(scenario, work, facts, gpu, allow_tight)
+    else:
+        cands = _training_candidates(scenario, work, facts, gpu)
+    trials = _Trials(scenario, facts, gpu, allow_tight)
+    options, singles_ok = _edit_options(trials, cands)
+    options += _gpu_options(trials, cands, singles_ok, max_gpus)
+    options.sort(key=lambda o: (o.cost, len(o.changes), o.device_bytes))
+    return ChangesResult(
+        current_verdict=base.verdict, options=tuple(options[:limit]), tried=trials.tried, rule=COST_RULE
+    )
+
+
+__all__ = ["smallest_changes"]
