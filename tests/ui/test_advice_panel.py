@@ -7,6 +7,7 @@ each test's own, so a unit or headroom saved here never leaks into another test'
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -22,8 +23,9 @@ from vramdesk.core.scenario import FinetuneWorkload, Scenario
 from vramdesk.core.solve import maximize, with_work
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.ui import i18n
+from vramdesk.ui.advice_view import LIMITS, Advice
 from vramdesk.ui.dialogs import HEADROOM_KEY, UNIT_CHOICES, UNIT_KEY, SettingsDialog
-from vramdesk.ui.main_window import LIMITS, MainWindow
+from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.presenter import GpuLoad, gpu_groups
 
 
@@ -49,11 +51,11 @@ def test_a_configuration_that_does_not_fit_lists_changes_and_one_click_makes_it_
     assert w.evaluation is not None and w.evaluation.view is not None
     assert w.evaluation.view.verdict == "does not fit"
     advice = wait_advice(qtbot, w)
-    assert advice["changes"] is not None and advice["changes"].options
+    assert advice.changes is not None and advice.changes.options
     assert w.advice_box.isVisible()
     shown = [b for b in w.advice_buttons if b.isVisible()]
     assert 1 <= len(shown) <= len(w.advice_buttons)
-    first = advice["changes"].options[0]
+    first = advice.changes.options[0]
     assert first.summary in shown[0].text()
     qtbot.mouseClick(shown[0], Qt.MouseButton.LeftButton)
     ev = w.evaluation
@@ -62,7 +64,7 @@ def test_a_configuration_that_does_not_fit_lists_changes_and_one_click_makes_it_
     assert ev.view.device_bytes == first.device_bytes
     assert ev.scenario.model_dump(mode="json") == first.scenario
     # once it fits, the list goes away (after the advice for the new scenario is back)
-    w.advice = {}
+    w.advice = None
     wait_advice(qtbot, w)
     assert not w.advice_box.isVisible()
 
@@ -70,14 +72,17 @@ def test_a_configuration_that_does_not_fit_lists_changes_and_one_click_makes_it_
 def test_no_changes_are_offered_when_it_fits(qtbot) -> None:
     w = make_window(qtbot, DEFAULT_SCENARIO)
     advice = wait_advice(qtbot, w)
-    assert advice["changes"] is None
+    assert isinstance(advice, Advice) and advice.verdict == "fits" and advice.scenario == w.current_scenario()
+    assert advice.changes is None and advice.max_length is not None and advice.error is None
     assert not w.advice_box.isVisible()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        advice.changes = None  # type: ignore[misc]
 
 
 def test_only_the_newest_advice_request_is_shown(qtbot) -> None:
     w = make_window(qtbot, scenario("Qwen/Qwen3-14B", input_len=16384))
     wait_advice(qtbot, w)
-    w.advice = {}
+    w.advice = None
     w.widget("input_len").setValue(8192)
     w.estimate_now()
     w.advise_now()
@@ -85,7 +90,7 @@ def test_only_the_newest_advice_request_is_shown(qtbot) -> None:
     w.estimate_now()
     w.advise_now()
     advice = wait_advice(qtbot, w)
-    assert advice["scenario"].workload.input_len == 4096
+    assert advice.scenario.workload.input_len == 4096
 
 
 # ---------------------------------------------------------------------------------------------- max length
@@ -99,7 +104,7 @@ def test_max_context_readout_is_the_solver_boundary(qtbot) -> None:
     assert gpu is not None
     expected = maximize(s, facts, gpu, "input_len")
     assert expected.limited_by == "memory"
-    assert advice["max"].value == expected.value
+    assert advice.max_length.value == expected.value
     assert readout(w.form.readouts["input_len"]) == expected.value
     assert LIMITS["memory"] in w.form.readouts["input_len"].toolTip()
     at = estimate(with_work(s, input_len=expected.value), facts, gpu).fit
@@ -107,7 +112,7 @@ def test_max_context_readout_is_the_solver_boundary(qtbot) -> None:
     assert at is not None and at.verdict == "fits"
     assert above is not None and above.verdict != "fits"
     # the readout follows the form: another GPU, another boundary
-    w.advice = {}
+    w.advice = None
     w.gpu_combo.setCurrentIndex(w.gpu_combo.findData("RTX 3090"))
     advice = wait_advice(qtbot, w)
     gpu2 = resolve_gpu("RTX 3090")
@@ -124,7 +129,7 @@ def test_fine_tuning_shows_the_longest_sequence(qtbot) -> None:
     gpu = resolve_gpu("RTX 4090")
     assert gpu is not None
     expected = maximize(s, resolve_model(s.model.id), gpu, "seq_len")
-    assert advice["field"] == "seq_len"
+    assert advice.length_field == "seq_len"
     assert readout(w.form.readouts["seq_len"]) == expected.value
     assert w.form.readouts["input_len"].text() == ""
 
@@ -142,7 +147,7 @@ def test_a_tight_plan_reads_the_tight_boundary_it_is_within(qtbot) -> None:
     assert gpu is not None
     fits, runs = maximize(s, facts, gpu, "seq_len"), maximize(s, facts, gpu, "seq_len", allow_tight=True)
     assert fits.value is not None and runs.value is not None and fits.value < 4096 < runs.value
-    assert advice["max_tight"].value == runs.value
+    assert advice.max_length_tight.value == runs.value
     assert readout(w.form.readouts["seq_len"]) == runs.value and "(tight)" in w.form.readouts["seq_len"].text()
     assert f"{fits.value:,}" in w.form.readouts["seq_len"].toolTip()
 
@@ -303,7 +308,7 @@ def test_changes_respect_a_headroom_of_the_users_own(qtbot) -> None:
     w = make_window(qtbot, scenario("Qwen/Qwen3-14B", input_len=16384))
     assert w.headroom_fraction == pytest.approx(0.2)
     advice = wait_advice(qtbot, w)
-    options = advice["changes"].options
+    options = advice.changes.options
     assert options
     facts, gpu = resolve_model("Qwen/Qwen3-14B"), resolve_gpu("RTX 4090")
     assert gpu is not None
@@ -312,9 +317,9 @@ def test_changes_respect_a_headroom_of_the_users_own(qtbot) -> None:
         assert fit is not None and fit.verdict == "fits"
     # the max readout is solved with the same headroom as the verdict
     solved = maximize(
-        Scenario.model_validate(advice["scenario"].model_dump()), facts, gpu, "input_len", headroom_fraction=0.2
+        Scenario.model_validate(advice.scenario.model_dump()), facts, gpu, "input_len", headroom_fraction=0.2
     )
-    assert advice["max"] is not None and advice["max"].value == solved.value
+    assert advice.max_length is not None and advice.max_length.value == solved.value
     qtbot.mouseClick(w.advice_buttons[0], Qt.MouseButton.LeftButton)
     assert w.evaluation is not None and w.evaluation.view is not None
     assert w.evaluation.view.verdict == "fits"

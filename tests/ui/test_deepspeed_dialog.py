@@ -22,7 +22,7 @@ from vramdesk.services.deepspeed import (
     looks_like_deepspeed,
     parse_deepspeed,
 )
-from vramdesk.ui import main_window
+from vramdesk.ui import window_actions
 from vramdesk.ui.presenter import gib
 
 MODEL = "meta-llama/Llama-3.1-8B"
@@ -101,7 +101,7 @@ def test_a_file_that_cannot_be_used_is_named_and_changes_nothing(
     qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: object, named: str
 ) -> None:
     shown: list[str] = []
-    monkeypatch.setattr(main_window.QMessageBox, "warning", lambda _parent, _title, text: shown.append(text))
+    monkeypatch.setattr(window_actions.QMessageBox, "warning", lambda _parent, _title, text: shown.append(text))
     w = make_window(qtbot, scenario_for(MODEL, "H100 SXM"))
     before = w.current_scenario()
     path = tmp_path / "bad.json"

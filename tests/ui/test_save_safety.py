@@ -227,7 +227,7 @@ def test_an_earlier_version_is_restored_from_the_library_window(qtbot, window: M
 
 def test_save_as_refuses_an_over_long_name_without_losing_anything(window: MainWindow, monkeypatch) -> None:
     warnings: list[str] = []
-    monkeypatch.setattr("vramdesk.ui.main_window.QMessageBox.warning", lambda _p, _t, text: warnings.append(text))
+    monkeypatch.setattr("vramdesk.ui.window_library.QMessageBox.warning", lambda _p, _t, text: warnings.append(text))
     first = window.save_to_library(name="keep")
     assert first is not None
     assert window.save_to_library(name="x" * 300, as_new=True) is None
@@ -276,7 +276,7 @@ def test_a_dropped_scenario_is_not_saved_into_the_open_entry(
     assert new_id != entry_id and batch_of(window.library.get(entry_id).scenario) == 1
     # and no export replaces the dropped file or a saved configuration
     warnings: list[str] = []
-    monkeypatch.setattr("vramdesk.ui.main_window.QMessageBox.warning", lambda _p, _t, text: warnings.append(text))
+    monkeypatch.setattr("vramdesk.ui.window_actions.QMessageBox.warning", lambda _p, _t, text: warnings.append(text))
     before = dropped.read_bytes()
     with pytest.raises(OSError, match="would replace"):
         window.export_current("json", dropped)

@@ -76,27 +76,53 @@ VERDICT_TITLES = {"fits": "Fits", "tight": "Tight", "does not fit": "Does not fi
 
 #: the units the window can show memory in (Settings): binary GiB (2^30 bytes) or decimal GB (10^9 bytes)
 UNITS: dict[str, int] = {"GiB": GIB, "GB": 1_000_000_000}
-_unit = {"name": "GiB"}
+
+
+@dataclass
+class DisplayUnit:
+    """The unit every memory figure of the window is shown in: one of :data:`UNITS` (Settings > memory unit).
+
+    The window has one, :data:`DISPLAY_UNIT`; :func:`set_unit`, :func:`unit_name`, :func:`unit_bytes` and
+    :func:`gib` read and change it (the charts, the table, the dialogs and the compare window all call them)."""
+
+    name: str = "GiB"
+
+    def set(self, name: str) -> str:
+        """Switch to ``name`` ("GiB" or "GB"; anything else means GiB); returns the unit now in use."""
+        self.name = name if name in UNITS else "GiB"
+        return self.name
+
+    @property
+    def bytes(self) -> int:
+        """Bytes in one unit (2^30 for GiB, 10^9 for GB)."""
+        return UNITS[self.name]
+
+    def text(self, n: float) -> str:
+        """``n`` bytes in this unit with two decimals ("9.85 GiB", or "10.58 GB")."""
+        return f"{n / self.bytes:.2f} {self.name}"
+
+
+#: the window's display unit (the saved setting, applied by MainWindow.load_display_settings)
+DISPLAY_UNIT = DisplayUnit()
 
 
 def set_unit(name: str) -> str:
     """Show every memory figure of the window in ``name`` ("GiB" or "GB"; anything else means GiB)."""
-    _unit["name"] = name if name in UNITS else "GiB"
-    return _unit["name"]
+    return DISPLAY_UNIT.set(name)
 
 
 def unit_name() -> str:
-    return _unit["name"]
+    return DISPLAY_UNIT.name
 
 
 def unit_bytes() -> int:
     """Bytes in one unit of the window (2^30 for GiB, 10^9 for GB)."""
-    return UNITS[_unit["name"]]
+    return DISPLAY_UNIT.bytes
 
 
 def gib(n: float) -> str:
     """Bytes in the window's unit with two decimals ("9.85 GiB", or "10.58 GB")."""
-    return f"{n / unit_bytes():.2f} {unit_name()}"
+    return DISPLAY_UNIT.text(n)
 
 
 def count_text(n: int) -> str:
