@@ -214,9 +214,12 @@ def _in_loop(fn: Callable[[], T], delay_ms: int = 0) -> T:
     guard.start(WATCHDOG_MS)
     loop.exec()
     guard.stop()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    # out of the box before it leaves: Qt keeps the guard's slot, which holds the box, and an error's traceback
+    # holds what fn made (the self-test's window)
+    error, value = box.pop("error", None), box.pop("value", None)
+    if error is not None:
+        raise error  # type: ignore[misc]
+    return value  # type: ignore[return-value]
 
 
 def _offscreen_window(scenario: Scenario) -> MainWindow:
@@ -369,6 +372,8 @@ def run(argv: list[str]) -> int:
         window.show()
         if opts.scenario is None:
             QTimer.singleShot(0, lambda: window.offer_restore(ask=not offscreen()))
-        return int(app.exec())
+        code = int(app.exec())
+        window.deleteLater()  # the window closed; a caller that goes on (the tests) does not keep it
+        return code
     finally:
         sys.excepthook = previous_hook

@@ -7,6 +7,7 @@ Qt's :class:`QUndoStack` holds the steps; their content (:class:`WorkState`, wha
 
 from __future__ import annotations
 
+import weakref
 from typing import Protocol
 
 from PySide6.QtCore import QObject
@@ -41,8 +42,16 @@ class FormEdit(QUndoCommand):
 
     def __init__(self, window: Restores, before: WorkState, after: WorkState, text: str, key: str | None) -> None:
         super().__init__(text)
-        self.window, self.before, self.after, self.key = window, before, after, key
+        # a weak reference: a step that merges into the one before is deleted by QUndoStack.push() on the C++ side,
+        # and PySide6 never frees its Python object, which would keep a closed window (and its charts) alive
+        self._window = weakref.ref(window)
+        self.before, self.after, self.key = before, after, key
         self._pushed = False
+
+    @property
+    def window(self) -> Restores | None:
+        """The window this step restores, while it is open."""
+        return self._window()
 
     def id(self) -> int:
         return self.MERGE_ID if self.key is not None else -1
@@ -57,7 +66,9 @@ class FormEdit(QUndoCommand):
         if not self._pushed:  # QUndoStack.push() calls redo(): the edit is already on the form
             self._pushed = True
             return
-        self.window.restore_work_state(self.after)
+        if (window := self.window) is not None:
+            window.restore_work_state(self.after)
 
     def undo(self) -> None:
-        self.window.restore_work_state(self.before)
+        if (window := self.window) is not None:
+            window.restore_work_state(self.before)
