@@ -148,12 +148,13 @@ def test_failing_server_answers_fast_without_retry_loops(hub: FakeHub) -> None:
     c = client(hub)
     hub.fail["^/api/models"] = (500, "")
     hub.fail["/resolve/"] = (503, "")
-    t0 = time.perf_counter()
     for call in (lambda: c.search("llama"), lambda: c.model_info("acme/tiny-llama"), lambda: c.config("acme/x-y")):
         with pytest.raises(HubError) as exc:
             call()
         assert exc.value.kind == "server", exc.value
-    assert time.perf_counter() - t0 < 2.0  # huggingface_hub alone would retry for ~23 s
+    # counted, not timed: every failing request went out once (huggingface_hub alone would retry for ~23 s)
+    requests = [(method, path, tuple(sorted((k, tuple(v)) for k, v in q.items()))) for method, path, q, _ in hub.log]
+    assert requests and len(requests) == len(set(requests)), requests
 
 
 def test_malformed_answers(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,26 +173,36 @@ def test_malformed_answers(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_slow_hub_times_out_and_can_be_abandoned(hub: FakeHub) -> None:
-    hub.delay["^/api/models"] = 2.0
+    # the server answers after a minute: a client that gives up before then did not wait for it, however loaded
+    # the machine (the bounds below only catch a hang, not a slow start)
+    answer_after = 60.0
+    hub.delay["^/api/models"] = answer_after
     t0 = time.perf_counter()
     with pytest.raises(HubError) as exc:
         client(hub, timeout=0.3).search("llama")
-    assert exc.value.kind == "timeout" and time.perf_counter() - t0 < 1.2
+    assert exc.value.kind == "timeout" and time.perf_counter() - t0 < answer_after
     cancel = threading.Event()
     threading.Timer(0.1, cancel.set).start()
     t0 = time.perf_counter()
     with pytest.raises(HubError) as exc:
-        client(hub, timeout=10.0, cancel=cancel).model_info("acme/tiny-llama")
-    assert exc.value.kind == "cancelled" and time.perf_counter() - t0 < 1.0
+        client(hub, timeout=answer_after, cancel=cancel).model_info("acme/tiny-llama")
+    # "cancelled", not "timeout": the cancel ended it before the client's own deadline
+    assert exc.value.kind == "cancelled" and time.perf_counter() - t0 < answer_after
 
 
 def test_deadline_runner_stops_waiting_for_a_call_that_ignores_timeouts() -> None:
     gate = threading.Event()
-    t0 = time.perf_counter()
+    returned = threading.Event()
+
+    def stuck() -> None:
+        gate.wait(60)  # stuck until the test opens the gate (60 s: only a hang guard)
+        returned.set()
+
     with pytest.raises(HubError) as exc:
-        run_with_deadline(lambda: gate.wait(5), 0.2, "a stuck call")
+        run_with_deadline(stuck, 0.2, "a stuck call")
+    # the runner gave up while the call was still stuck: an order of events, not a time
+    assert exc.value.kind == "timeout" and not returned.is_set()
     gate.set()
-    assert exc.value.kind == "timeout" and time.perf_counter() - t0 < 1.0
     with pytest.raises(ZeroDivisionError):
         run_with_deadline(lambda: 1 // 0, 1.0, "a failing call")
 

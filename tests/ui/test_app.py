@@ -510,14 +510,29 @@ def test_gui_opens_a_saved_scenario(qtbot, tmp_path: Path) -> None:
 def test_run_gui_runs_the_event_loop_until_the_window_closes(qapp, qtbot) -> None:
     from PySide6.QtCore import QTimer
 
+    closed: list[MainWindow] = []
+
     def close_windows() -> None:
         for widget in QApplication.topLevelWidgets():
             if isinstance(widget, MainWindow) and widget.isVisible():
+                closed.append(widget)
                 widget.close()
 
     QTimer.singleShot(100, close_windows)
-    QTimer.singleShot(5000, qapp.quit)  # a safety net: never hang the test run
-    assert ui_app.run([]) == 0
+    # a safety net that only stops a hang; stopped afterwards, so it cannot quit a later test's event loop
+    safety_net = QTimer()
+    safety_net.setSingleShot(True)
+    safety_net.timeout.connect(qapp.quit)
+    safety_net.start(60_000)
+    try:
+        assert ui_app.run([]) == 0
+    finally:
+        safety_net.stop()
+    assert len(closed) == 1
+    # run() leaves its closed window alive (the program ends there); this process goes on to other tests
+    for window in closed:
+        window.deleteLater()
+    closed.clear()
 
 
 # ---------------------------------------------------------------------------------------------- guards

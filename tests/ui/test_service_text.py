@@ -192,7 +192,8 @@ def hub_texts(t: Texts, hub: FakeHub, tmp_path: Path) -> None:
     t.error("hub", keep, lambda: _client(endpoint="http://127.0.0.1:9").model_info("acme/tiny-llama"), HubError)
     keep.add("127.0.0.1:9")
     slow = "searching 'llama' on the Hub"
-    t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(2), 0.2, slow), HubError)
+    # the stuck calls outlast their deadlines by a minute, so no loaded machine makes them finish in time
+    t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(60), 0.2, slow), HubError)
     cancel = threading.Event()
     cancel.set()
     t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(2), 5, "searching 'x' on the Hub", cancel))
@@ -201,7 +202,7 @@ def hub_texts(t: Texts, hub: FakeHub, tmp_path: Path) -> None:
         t.error("hub", keep, lambda: c.search("llama"), HubError)
         t.error("hub", keep, lambda: _client(token="hf_fake").search("llama"), HubError)
     hub.fail.clear()
-    hub.delay[r"^/api/models/acme/tiny-llama$"] = 1.5
+    hub.delay[r"^/api/models/acme/tiny-llama$"] = 60.0
     t.error("hub", keep, lambda: _client(timeout=0.3).model_info("acme/tiny-llama"), HubError)
     hub.delay.clear()
 

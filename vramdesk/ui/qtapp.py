@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from collections.abc import Callable
 
-from PySide6.QtCore import QMessageLogContext, Qt, QtMsgType, qInstallMessageHandler
+from PySide6.QtCore import QCoreApplication, QMessageLogContext, Qt, QThread, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import QApplication
 
@@ -40,33 +42,70 @@ def install_font(app: QApplication) -> str | None:
             return None
         _fonts_loaded.append(families[0])
     family = _fonts_loaded[0]
-    app.setFont(QFont(family, FONT_POINT_SIZE))
+    font = app.font()
+    if font.family() != family or font.pointSize() != FONT_POINT_SIZE:
+        # only when it changes: setFont() sends a font change to every widget and graphics scene alive
+        app.setFont(QFont(family, FONT_POINT_SIZE))
     return family
 
 
 #: Qt messages that say nothing to a user of --self-test / --screenshot (the offscreen platform's)
 _QUIET_MESSAGES = ("This plugin does not support propagateSizeHints()",)
+STYLE = "Fusion"
+
+_Handler = Callable[[QtMsgType, QMessageLogContext, str], None]
+#: the message handler that was installed before ours (pytest-qt's while a test runs), which gets the rest
+_previous_handler: list[_Handler] = []
 
 
 def _quiet_handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
     if message in _QUIET_MESSAGES:
         return
+    if _previous_handler:
+        _previous_handler[0](mode, context, message)
+        return
     print(message, file=sys.stderr)
 
 
+def _install_quiet_handler() -> None:
+    previous = qInstallMessageHandler(_quiet_handler)
+    _previous_handler.clear()
+    if previous is not None and previous is not _quiet_handler:
+        _previous_handler.append(previous)
+
+
+def _check_thread(app: QCoreApplication | None) -> None:
+    """Qt widgets, styles and fonts belong to the GUI thread: from any other, ensure_app() would crash Qt."""
+    if app is None:
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("ensure_app() must create the QApplication in the main thread")
+    elif QThread.currentThread() != app.thread():
+        raise RuntimeError("ensure_app() called from a thread other than the QApplication's (the GUI thread)")
+
+
 def ensure_app() -> QApplication:
-    """The running QApplication, or a new one set up the way the window expects."""
-    existing = QApplication.instance()
+    """The running QApplication, or a new one set up the way the window expects.
+
+    Safe to call again and again (every window, export and test does): once the application is set up, a call
+    changes nothing Qt has to tell the live widgets about. It never makes a second application object, and raises
+    RuntimeError outside the GUI thread or when a QCoreApplication / QGuiApplication that is no QApplication runs."""
+    existing = QCoreApplication.instance()
+    _check_thread(existing)
     if isinstance(existing, QApplication):
         app = existing
+    elif existing is not None:
+        raise RuntimeError(f"a {type(existing).__name__} is running: the window needs a QApplication")
     else:
         if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
-            qInstallMessageHandler(_quiet_handler)
+            _install_quiet_handler()
         app = QApplication(["vramdesk"])
         app.setApplicationName("vramdesk")
         app.setApplicationDisplayName("vramdesk")
         app.setOrganizationName("vramdesk")
-    app.setStyle("Fusion")
+    style = app.style()
+    if style is None or style.name().lower() != STYLE.lower():
+        # once: setStyle() deletes the previous style object and re-polishes every widget alive
+        app.setStyle(STYLE)
     install_font(app)
     set_language(choose_language())
     install_qt_translations()
