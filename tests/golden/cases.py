@@ -20,7 +20,7 @@ import io
 import json
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +285,7 @@ def core_cases() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
                         zh = [localize(t, "zh_CN") for t in _core_texts(est)]
                         zh += [localize_name(t, "zh_CN") for t in view.colors]
                         rec["view"] = _digest(json.dumps(_plain(view), sort_keys=True, default=str))
-                        rec["form"] = _digest(json.dumps(asdict(form), sort_keys=True, default=str))
+                        rec["form"] = _digest(json.dumps(vars(form), sort_keys=True, default=str))
                         rec["round_trip"] = _digest(back.model_dump_json())
                         rec["zh"] = _digest(json.dumps(zh, ensure_ascii=False))
                     if n % 16 == 0:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import replace
 from typing import Any, get_args
 
 import pytest
@@ -253,7 +252,7 @@ def error_texts() -> list[tuple[str, set[str]]]:
     base = form_from_scenario(DEFAULT_SCENARIO)
     out = []
     for edit, typed in INVALID:
-        ev = evaluate_form(DEFAULT_SCENARIO, replace(base, **edit), resolve=CAT.facts)
+        ev = evaluate_form(DEFAULT_SCENARIO, base.replace(**edit), resolve=CAT.facts)
         assert ev.error, edit  # each of these is invalid
         out.append((ev.error, typed))
     nodes = S(Q8, gpus=2, parallel={"tp": 2}, kind="inference").model_dump(mode="json")

@@ -8,7 +8,6 @@ estimate of the same scenario, so the UI never invents a number.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -117,7 +116,7 @@ def test_machines_are_a_fine_tuning_field_of_the_form(qtbot) -> None:
     view = w.view
     assert view is not None and len(view.per_gpu) == 32 and "4 machines x 8 x" in w.scenario_label.text()
     # an inference plan runs on one machine: the field is off there, and the plan gets one machine
-    form = replace(w.form.values(), mode="inference")
+    form = w.form.values().replace(mode="inference")
     assert scenario_from_form(planned, form).hardware.nodes == 1
     with qtbot.waitSignal(w.estimated, timeout=3000):
         w.tabs.setCurrentIndex(0)

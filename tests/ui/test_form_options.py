@@ -8,7 +8,6 @@ shows with the core's own estimate of the same scenario and checks the direction
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -141,7 +140,7 @@ def test_every_new_option_round_trips_through_the_presenter() -> None:
     )
     assert scenario_from_form(s, form) == s
     # the form writes the modules in its own order; the same set keeps the scenario's order
-    assert scenario_from_form(s, replace(form, modules_to_save=("embed", "lm_head"))) == s
+    assert scenario_from_form(s, form.replace(modules_to_save=("embed", "lm_head"))) == s
     inf = inference(max_memory_gib=10.5, cpu_memory_gib=0.0)  # 0 GiB of CPU memory: every spilled weight on disk
     back = scenario_from_form(inf, form_from_scenario(inf))
     assert back == inf and back.workload.cpu_memory_gib == 0.0  # type: ignore[union-attr]
@@ -149,12 +148,12 @@ def test_every_new_option_round_trips_through_the_presenter() -> None:
 
 def test_a_full_fine_tune_drops_the_adapter_only_options_the_core_rejects() -> None:
     s = finetune(modules_to_save=("embed",), lora_bias="all")
-    form = replace(form_from_scenario(s), method="full")
+    form = form_from_scenario(s).replace(method="full")
     full = scenario_from_form(s, form)
     assert isinstance(full.workload, FinetuneWorkload)
     assert full.workload.method == "full" and full.workload.modules_to_save == () and full.workload.lora_bias == "none"
     # back to LoRA: the form still holds them
-    assert scenario_from_form(full, replace(form, method="lora")).workload == s.workload
+    assert scenario_from_form(full, form.replace(method="lora")).workload == s.workload
 
 
 # ---------------------------------------------------------------------------------------------- the window
@@ -350,7 +349,9 @@ def test_max_memory_per_gpu_spills_weights_to_cpu_memory(qtbot) -> None:
     base = shown(w)
     assert base.host_bytes == 0 and not any("CPU memory" in x for x in base.warnings)
     assert (
-        f.hf_box.isVisible() and f.widget("max_memory_gib").isEnabled() and not f.widget("cpu_memory_gib").isEnabled()
+        f.engine_boxes["device_map"].isVisible()
+        and f.widget("max_memory_gib").isEnabled()
+        and not f.widget("cpu_memory_gib").isEnabled()
     )
     capped = change(qtbot, w, lambda: f.widget("max_memory_gib").setValue(10.0))
     assert capped == core(inference(max_memory_gib=10.0))
@@ -376,7 +377,7 @@ def test_max_memory_is_a_transformers_setting(qtbot) -> None:
     assert (
         not f.widget("max_memory_gib").isEnabled()
         and not f.widget("cpu_memory_gib").isEnabled()
-        and not f.hf_box.isVisible()
+        and not f.engine_boxes["device_map"].isVisible()
     )
     change(qtbot, w, lambda: pick(f.widget("engine"), "llamacpp"))
     assert not f.widget("max_memory_gib").isEnabled()

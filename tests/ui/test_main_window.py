@@ -211,17 +211,17 @@ def test_fine_tune_tab_estimates_training_phases(qtbot) -> None:
 def test_engine_groups_follow_the_engine(qtbot) -> None:
     w = make_window(qtbot)
     f = w.form
-    assert not f.vllm_box.isVisibleTo(w) and not f.llama_box.isVisibleTo(w)
+    assert not f.engine_boxes["vllm"].isVisibleTo(w) and not f.engine_boxes["llamacpp"].isVisibleTo(w)
     with qtbot.waitSignal(w.estimated, timeout=2000):
         f.widget("engine").setCurrentIndex(f.widget("engine").findData("vllm"))
-    assert f.vllm_box.isVisibleTo(w) and not f.llama_box.isVisibleTo(w)
+    assert f.engine_boxes["vllm"].isVisibleTo(w) and not f.engine_boxes["llamacpp"].isVisibleTo(w)
     first = w.view
     with qtbot.waitSignal(w.estimated, timeout=2000):
         f.widget("gpu_memory_utilization").setValue(0.5)
     assert w.view is not None and first is not None and w.view.device_bytes < first.device_bytes
     with qtbot.waitSignal(w.estimated, timeout=2000):
         f.widget("engine").setCurrentIndex(f.widget("engine").findData("llamacpp"))
-    assert f.llama_box.isVisibleTo(w)
+    assert f.engine_boxes["llamacpp"].isVisibleTo(w)
     for widget in (
         f.widget("engine"),
         f.widget("gpu_memory_utilization"),

@@ -189,6 +189,12 @@ def by_flag() -> dict[str, Option]:
     return {o.flag: o for o in options()}
 
 
+@cache
+def by_path() -> dict[str, Option]:
+    """Option by its dotted place in a saved scenario (``workload.vllm.max_num_seqs``), as comparisons name them."""
+    return {".".join(o.path): o for o in options()}
+
+
 def option(name: str) -> Option:
     """The option of one field name; a KeyError names the known ones."""
     for o in options():

@@ -150,7 +150,7 @@ class LlamaCppOptions(_Frozen):
                 "Every matrix is split by rows over the GPUs; the KV cache and the compute buffer stay on the main GPU",
             ),
         },
-        form={"accessible": "llama.cpp split mode"},
+        form={"when": {"gpu_count": ">1"}, "accessible": "llama.cpp split mode"},
     )
     flash_attn: bool = option(
         True,
@@ -265,7 +265,13 @@ class InferenceWorkload(_Frozen):
         "0 GiB sends every spilled weight to disk; only matters with a max memory per GPU",
         group="device_map",
         shown="no cap",
-        form={"suffix": " GiB", "decimals": 2, "step": 1.0, "accessible": "CPU memory for spilled weights"},
+        form={
+            "when": {"max_memory_gib": "set"},
+            "suffix": " GiB",
+            "decimals": 2,
+            "step": 1.0,
+            "accessible": "CPU memory for spilled weights",
+        },
     )
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
@@ -415,6 +421,7 @@ class FinetuneWorkload(_Frozen):
         "their activations, trading memory for less recomputation",
         group="finetune",
         form={
+            "when": {"grad_checkpointing": [True]},
             "prefix": "every ",
             "suffix": " layers",
             "special": "every layer",
@@ -423,13 +430,20 @@ class FinetuneWorkload(_Frozen):
     )
     attention: Attention = option("sdpa", **_ATTENTION)
     lora_rank: int = option(
-        16, ge=1, le=65536, label="LoRA rank", help="LoRA rank r: adapter size grows linearly with it", group="finetune"
+        16,
+        ge=1,
+        le=65536,
+        label="LoRA rank",
+        help="LoRA rank r: adapter size grows linearly with it",
+        group="finetune",
+        form={"when": {"method": ["lora", "qlora"]}},
     )
     lora_targets: tuple[str, ...] = option(
         ("all-linear",),
         label="LoRA targets",
         help="all-linear, or a comma list of modules: q,k,v,o,gate,up,down",
         group="finetune",
+        form={"when": {"method": ["lora", "qlora"]}},
     )
     #: LoRA dropout probability (> 0 keeps a 1-byte mask per adapted input)
     lora_dropout: float = option(
@@ -440,7 +454,7 @@ class FinetuneWorkload(_Frozen):
         help="LoRA dropout probability. Above 0, PEFT saves a 1-byte dropout mask per adapted input "
         "element for backward: more activation memory",
         group="finetune",
-        form={"decimals": 2, "step": 0.05, "special": "off"},
+        form={"when": {"method": ["lora", "qlora"]}, "decimals": 2, "step": 0.05, "special": "off"},
     )
     #: peft LoRA ``bias``: which biases train ("all" of them, those of adapted layers, or "none")
     lora_bias: LoraBias = option(
@@ -453,7 +467,7 @@ class FinetuneWorkload(_Frozen):
             "all": ("all", "Every bias of the model trains"),
             "lora_only": ("LoRA layers only", "Only the biases of the adapted layers train"),
         },
-        form={"accessible": "LoRA bias"},
+        form={"when": {"method": ["lora", "qlora"]}, "accessible": "LoRA bias"},
     )
     #: modules trained in full next to the adapters (peft ``modules_to_save``): "embed", "lm_head"
     modules_to_save: tuple[str, ...] = option(
@@ -474,6 +488,7 @@ class FinetuneWorkload(_Frozen):
             ),
         },
         form={
+            "when": {"method": ["lora", "qlora"]},
             "values": ["embed", "lm_head"],
             "each": {"embed": "Train the embeddings in full", "lm_head": "Train lm_head in full"},
         },
@@ -495,7 +510,7 @@ class FinetuneWorkload(_Frozen):
                 "QLoRA adapters stay fp32",
             ),
         },
-        form={"accessible": "Adapter dtype"},
+        form={"when": {"method": ["lora", "qlora"]}, "accessible": "Adapter dtype"},
     )
     #: DoRA (weight-decomposed LoRA): magnitude vectors and per-layer weight norms
     dora: bool = option(
@@ -504,6 +519,7 @@ class FinetuneWorkload(_Frozen):
         help="DoRA adds a magnitude vector per adapted matrix, keeps the base and rescaled outputs for "
         "backward (4 B per adapted output) and builds one fp32 weight for its norm: more memory than LoRA",
         group="finetune",
+        form={"when": {"method": ["lora", "qlora"]}},
     )
     #: chunked cross-entropy (torchtune's CEWithChunkedOutputLoss, Liger-style): the fp32 loss head per chunk
     chunked_loss: bool = option(
@@ -606,6 +622,7 @@ class Hardware(_Frozen):
         help="Machines of this many GPUs each (fine-tuning): data parallel, ZeRO and FSDP spread over all of "
         "them, tensor parallel stays inside one machine, host memory is per machine",
         group="hardware",
+        form={"when": {"mode": ["finetune"]}},
     )
 
     @model_validator(mode="after")
@@ -647,6 +664,7 @@ class Parallelism(_Frozen):
             "2": ("ZeRO-2", "optimizer states and gradients sharded"),
             "3": ("ZeRO-3", "states, gradients and parameters sharded"),
         },
+        form={"when": {"mode": ["finetune"]}},
     )
     #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default 5e8
     zero_bucket: int | None = option(
@@ -658,7 +676,11 @@ class Parallelism(_Frozen):
         "default = DeepSpeed's 500,000,000",
         group="hardware",
         shown="default (5e8)",
-        form={"step": 50_000_000, "accessible": "DeepSpeed bucket size (elements)"},
+        form={
+            "when": {"mode": ["finetune"], "zero": ">0"},
+            "step": 50_000_000,
+            "accessible": "DeepSpeed bucket size (elements)",
+        },
     )
     #: DeepSpeed overlap_comm (a second gradient bucket); None = DeepSpeed's default (on for ZeRO-3 only)
     zero_overlap_comm: bool | None = option(
@@ -667,7 +689,7 @@ class Parallelism(_Frozen):
         help="DeepSpeed overlap_comm (ZeRO only)",
         group="hardware",
         shown="default",
-        form={"accessible": "DeepSpeed overlap_comm"},
+        form={"when": {"mode": ["finetune"], "zero": ">0"}, "accessible": "DeepSpeed overlap_comm"},
         choices={
             "None": ("default", "DeepSpeed's default: on for ZeRO-3, off for ZeRO-1 and 2"),
             "True": ("on", "Overlaps gradient reduction with the backward: a second gradient bucket (ZeRO-1 and 2)"),
@@ -679,6 +701,7 @@ class Parallelism(_Frozen):
         label="FSDP",
         help="PyTorch FSDP: shards the model over the GPUs (full sharding is like ZeRO-3)",
         group="hardware",
+        form={"when": {"mode": ["finetune"]}},
     )
     #: FSDP sharding: full (parameters, gradients, states), shard-grad-op (gradients and states, like ZeRO-2),
     #: hybrid (full sharding inside each node, replicas across nodes)
@@ -696,7 +719,7 @@ class Parallelism(_Frozen):
             ),
             "hybrid": ("hybrid shard", "HYBRID_SHARD: full sharding inside each node, a replica per node"),
         },
-        form={"accessible": "FSDP strategy", "beside": "fsdp"},
+        form={"when": {"mode": ["finetune"], "fsdp": [True]}, "accessible": "FSDP strategy", "beside": "fsdp"},
     )
     #: FSDP1 (FullyShardedDataParallel, flat parameters; accelerate's default) or FSDP2 (fully_shard, per-parameter
     #: DTensors): with LoRA they differ in what frozen layers keep for backward
@@ -713,7 +736,7 @@ class Parallelism(_Frozen):
             ),
             "2": ("FSDP2", "fully_shard (per-parameter sharding): frozen layers keep only what LoRA needs"),
         },
-        form={"accessible": "FSDP version"},
+        form={"when": {"mode": ["finetune"], "fsdp": [True]}, "accessible": "FSDP version"},
     )
     offload: Offload = option(
         "none",
@@ -725,6 +748,7 @@ class Parallelism(_Frozen):
             "optimizer": ("optimizer states", "Optimizer states live in CPU memory (DeepSpeed / FSDP offload)"),
             "params": ("parameters", "Parameters and optimizer states live in CPU memory"),
         },
+        form={"when": {"mode": ["finetune"]}},
     )
 
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from vramdesk import __version__
+from vramdesk.core import engines
 from vramdesk.core.gpu import GIB, hardware_text
 from vramdesk.core.performance import Performance
 from vramdesk.core.result import Estimate
@@ -25,12 +26,14 @@ from vramdesk.core.scenario import Scenario
 
 from .json_report import estimate_to_dict
 
+#: a PyTorch process's levels (fine-tuning runs in one: its estimates name the engine "training")
+_TORCH_LEVELS = ("torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved")
+
 
 def level_labels(engine: str) -> tuple[str, str]:
     """What the allocated and reserved levels correspond to for an engine's process."""
-    if engine == "llamacpp":
-        return "ggml's buffers", "ggml's buffers: nothing is cached"
-    return "torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved"
+    eng = engines.ENGINES.get(engine)
+    return eng.level_labels if eng is not None else _TORCH_LEVELS
 
 
 def gib(n: int | float) -> str:
@@ -60,9 +63,9 @@ def scenario_inputs(scenario: Scenario) -> dict[str, Any]:
     data.pop("schema_version", None)
     work = data.get("workload", {})
     if work.get("kind") == "inference":  # options of the engines not in use say nothing
-        for engine in ("vllm", "llamacpp"):
-            if work.get("engine") != engine:
-                work.pop(engine, None)
+        for eng in engines.ENGINES.values():
+            if eng.options_section and work.get("engine") != eng.name:
+                work.pop(eng.options_section, None)
     return {k: v for k, v in flatten(data).items() if v is not None}
 
 

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vramdesk.core.options import by_path
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.tables import (
     SECTION_TITLES,
@@ -60,7 +61,7 @@ from .widgets import Legend
 MIN_ITEMS = 2
 MAX_ITEMS = 6
 CURRENT_ID = "::current"
-#: row names of the comparison the window translates (inputs are field names and stay as they are)
+#: row names of the comparison the window translates (inputs show their option's label, other fields their name)
 ROW_NAMES = (
     "peak allocated",
     "peak reserved",
@@ -598,6 +599,9 @@ def _row_name(name: str, section: str) -> str:
     """A row's title in the window's language (component names, the fixed rows, "GPU 1 on the device")."""
     if section == "component":
         return localize_name(name)
+    opt = by_path().get(name) if section == "input" else None
+    if opt is not None:  # an option: its label from the option table, without the keyboard-shortcut mark
+        return re.sub(r"\(&\w\)|&(?=\w)", "", tr(opt.label)).strip()
     if name in ROW_NAMES:
         return tr(name)
     m = re.fullmatch(r"GPU (\d+(?:-\d+)?) on the device(, each)?", name)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from vramdesk.core.engines import ENGINES, engine
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.options import options
@@ -104,7 +105,8 @@ class WorkloadForm(QWidget):
         self._fill_gpus({})
 
         boxes = {group: self._group_layout(group, title) for group, title in GROUPS}
-        self.vllm_box, self.llama_box, self.hf_box = (boxes[g][0] for g in ("vllm", "llamacpp", "device_map"))
+        #: the boxes of the engines' own settings, by form group (shown for their engine only)
+        self.engine_boxes = {e.form_group: boxes[e.form_group][0] for e in ENGINES.values()}
         boxes["model"][1].insertRow(0, tr("&Model"), self.model_combo)
         boxes["hardware"][1].insertRow(0, self.detected_label)
         boxes["hardware"][1].insertRow(1, tr("&GPU"), self.gpu_combo)
@@ -114,8 +116,9 @@ class WorkloadForm(QWidget):
         il.setContentsMargins(4, 6, 4, 4)
         boxes["inference"][1].setContentsMargins(0, 0, 0, 0)  # the page's own margins frame it, as its boxes'
         il.addWidget(boxes["inference"][0])
-        for group in ("vllm", "llamacpp", "device_map"):
-            il.addWidget(boxes[group][0])
+        for group, _ in GROUPS:
+            if group in self.engine_boxes:
+                il.addWidget(boxes[group][0])
         il.addStretch(1)
         ft_page = boxes["finetune"][0]
         self.tabs = QTabWidget()
@@ -263,31 +266,17 @@ class WorkloadForm(QWidget):
 
     def _sync_visibility(self) -> None:
         v = self._value
-        engine = v("engine")
-        self.vllm_box.setVisible(engine == "vllm")
-        self.llama_box.setVisible(engine == "llamacpp")
-        # accelerate's max_memory is a transformers device_map setting: no other engine reads it
-        self.hf_box.setVisible(engine == "transformers")
-        self.hf_box.setEnabled(engine == "transformers")
-        enable = self._enable
-        enable("cpu_memory_gib", v("max_memory_gib") is not None)
-        finetune = self.tabs.currentIndex() == 1
-        for name in ("zero", "fsdp", "offload", "nodes"):
-            enable(name, finetune)
-        enable("fsdp_strategy", finetune and v("fsdp"))
-        enable("fsdp_version", finetune and v("fsdp"))
-        enable("checkpoint_every", v("grad_checkpointing"))
-        enable("split_mode", v("gpu_count") > 1)
-        zero = finetune and bool(v("zero"))
-        enable("zero_bucket", zero)
-        enable("zero_overlap_comm", zero)
-        adapters = v("method") in ("lora", "qlora")
-        for name in ("lora_rank", "lora_targets", "lora_dropout", "dora", "lora_bias", "adapter_dtype"):
-            enable(name, adapters)
-        for check in self.fields["modules_to_save"].widget.findChildren(QCheckBox):
-            check.setEnabled(adapters)
+        # each engine's own settings (vLLM's, llama.cpp's, transformers' device_map) show for that engine only
+        own = engine(v("engine")).form_group
+        for group, box in self.engine_boxes.items():
+            box.setVisible(group == own)
+            box.setEnabled(group == own)
+        for f in self.fields.values():
+            rule = f.opt.form.get("when")
+            if rule:
+                f.widget.setEnabled(all(self._holds(key, want) for key, want in dict(rule).items()))
         vision = self.model_has_vision(str(self.model_combo.currentData()))
-        enable("vision_tower", vision is not False)
+        self.widget("vision_tower").setEnabled(vision is not False)
         self.widget("vision_tower").setToolTip(
             self._vision_tip
             + "\n"
@@ -300,8 +289,15 @@ class WorkloadForm(QWidget):
             )
         )
 
-    def _enable(self, name: str, on: bool) -> None:
-        self.widget(name).setEnabled(on)
+    def _holds(self, key: str, want: Any) -> bool:
+        """One condition of an option's ``when`` rule (its declaration's form hints): the tab ("mode") or another
+        option's value is one of a list, is set ("set": not None) or is above a number (">1")."""
+        value: Any = self.mode if key == "mode" else self._value(key)
+        if want == "set":
+            return value is not None
+        if isinstance(want, str) and want.startswith(">"):
+            return value is not None and value > float(want[1:])
+        return value in list(want)
 
     def model_has_vision(self, model_id: str) -> bool | None:
         """Whether ``model_id`` has a vision tower: known for catalog models and those passed to

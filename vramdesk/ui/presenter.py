@@ -7,7 +7,7 @@ window stays a thin layer that copies these values into widgets.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -134,84 +134,60 @@ def count_text(n: int) -> str:
     return f"{n:,}"
 
 
-@dataclass(frozen=True)
+#: the options the form shows (every option of the table outside its "hidden" group), by name
+_FORM_OPTIONS: dict[str, Option] = {o.name: o for o in options() if o.group != "hidden"}
+
+
+def _form_default(opt: Option) -> Any:
+    """An option's default as the form holds it: a list the form edits as text (LoRA targets) is comma text."""
+    if opt.kind == "list" and not opt.form.get("values"):
+        return ",".join(opt.default)
+    return opt.default
+
+
 class FormValues:
-    """What the form shows: every field of a scenario the window lets the user change."""
+    """What the form shows: the model, the open tab ("inference" or "finetune") and every option the window lets
+    the user change, as attributes named like the options (``values.batch``, ``values.lora_rank``).
+
+    The options come from the option table (``vramdesk.core.options``), so a new option needs no field here; an
+    option not given takes its declared default. Frozen, compared by value; :meth:`replace` makes a changed copy.
+    """
 
     model: str
-    #: "inference" or "finetune": which tab is open
-    mode: str = "inference"
-    engine: str = "transformers"
-    weights: str = "auto"
-    attention: str = "sdpa"
-    batch: int = 1
-    #: None = the model's default (its context, at most 4096)
-    input_len: int | None = None
-    output_len: int = 512
-    kv_dtype: str = "auto"
-    # vLLM
-    gpu_memory_utilization: float = 0.9
-    max_num_seqs: int = 256
-    enforce_eager: bool = False
-    # llama.cpp; None = every layer on the GPU
-    n_gpu_layers: int | None = None
-    n_ubatch: int = 512
-    flash_attn: bool = True
-    #: several GPUs: "layer" (layers per GPU) or "row" (every matrix split by rows)
-    split_mode: str = "layer"
-    # transformers device_map="auto": None = no cap
-    max_memory_gib: float | None = None
-    cpu_memory_gib: float | None = None
-    # fine-tuning
-    method: str = "lora"
-    micro_batch: int = 1
-    seq_len: int = 2048
-    grad_accum: int = 1
-    optimizer: str = "adamw"
-    precision: str = "bf16"
-    grad_checkpointing: bool = True
-    #: selective checkpointing: every k-th layer (1 = every layer)
-    checkpoint_every: int = 1
-    #: mean length of unpacked batches of varying length; None = packed (every batch seq_len long)
-    mean_seq_len: int | None = None
-    lora_rank: int = 16
-    lora_targets: str = "all-linear"
-    #: LoRA dropout probability (LoRA / QLoRA only)
-    lora_dropout: float = 0.0
-    dora: bool = False
-    chunked_loss: bool = False
-    activation_offload: bool = False
-    expandable_segments: bool = False
-    #: peft modules_to_save ("embed", "lm_head"); dropped from the scenario for a full fine-tune
-    modules_to_save: tuple[str, ...] = ()
-    #: peft LoRA bias ("none", "all", "lora_only"); dropped from the scenario for a full fine-tune
-    lora_bias: str = "none"
-    adapter_dtype: str = "fp32"
-    vision_tower: str = "frozen"
-    # parallelism
-    tp: int = 1
-    pp: int = 1
-    zero: int = 0
-    fsdp: bool = False
-    fsdp_strategy: str = "full"
-    fsdp_version: int = 1
-    #: DeepSpeed reduce_bucket_size (elements); None = DeepSpeed's default
-    zero_bucket: int | None = None
-    #: DeepSpeed overlap_comm; None = DeepSpeed's default
-    zero_overlap_comm: bool | None = None
-    offload: str = "none"
-    #: GPU catalog name, or a detected GPU's key ("detected:0"); None = no GPU chosen (no fit verdict)
-    gpu: str | None = None
-    gpu_count: int = 1
-    #: machines of ``gpu_count`` GPUs each (fine-tuning over several machines)
-    nodes: int = 1
+    mode: str
+
+    def __init__(self, model: str, mode: str = "inference", **values: Any) -> None:
+        unknown = sorted(set(values) - set(_FORM_OPTIONS))
+        if unknown:
+            raise TypeError(f"FormValues: no option {', '.join(unknown)}")
+        data = {"model": model, "mode": mode, **{n: _form_default(o) for n, o in _FORM_OPTIONS.items()}, **values}
+        object.__setattr__(self, "__dict__", data)
+
+    def __getattr__(self, name: str) -> Any:  # only for names that are not options: typed Any for the checker
+        raise AttributeError(f"FormValues has no option '{name}'")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("FormValues is frozen: use replace()")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FormValues) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple((k, repr(v)) for k, v in vars(self).items()))
+
+    def __repr__(self) -> str:
+        return "FormValues(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
+
+    def replace(self, **changes: Any) -> FormValues:
+        return FormValues(**{**vars(self), **changes})
+
+    @staticmethod
+    def names() -> tuple[str, ...]:
+        """The model, the tab and every option the form holds, in the table's order."""
+        return ("model", "mode", *_FORM_OPTIONS)
 
 
 DETECTED_PREFIX = "detected:"
-
-
-#: the form's fields that are scenario options (core/options.py), by name; the others (model, mode) are the form's
-_FORM_OPTIONS: dict[str, Option] = {o.name: o for o in options() if o.name in {f.name for f in fields(FormValues)}}
 
 
 def form_from_scenario(scenario: Scenario, gpu_key: str | None = None) -> FormValues:

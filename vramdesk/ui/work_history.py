@@ -10,7 +10,7 @@ wrong configuration.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from vramdesk.core.scenario import Scenario
@@ -30,7 +30,7 @@ class WorkState:
 
 def changed_fields(before: FormValues, after: FormValues) -> tuple[str, ...]:
     """The form fields whose values differ, in the form's order."""
-    return tuple(f.name for f in fields(FormValues) if getattr(before, f.name) != getattr(after, f.name))
+    return tuple(n for n in FormValues.names() if getattr(before, n) != getattr(after, n))
 
 
 def _value(v: Any) -> str:

@@ -200,6 +200,13 @@ class Engine(ABC):
     has_pool_budget: bool
     #: CPU launch overhead per layer and decode step (s), unless the efficiency settings give one
     step_overhead_per_layer_s: float
+    #: the option table's form group of this engine's own settings (the window shows that box for this engine)
+    form_group: str
+    #: the workload's section of this engine's own settings (``workload.vllm``), None when they sit in the
+    #: workload itself; a comparison leaves out the sections of the engines a plan does not use
+    options_section: str | None
+    #: what the allocated and the reserved levels are for this engine's process (the reports' labels)
+    level_labels: tuple[str, str]
     #: lighter weight formats the solver may suggest: (format, quality cost, speed cost)
     lighter_weights: tuple[tuple[str, float, float], ...]
     #: lighter KV dtypes the solver may suggest: (dtype, quality cost)

@@ -374,6 +374,9 @@ class TransformersEngine(Engine):
     has_pool_budget = False
     # eager launches: transformers' Python loop over the layers
     step_overhead_per_layer_s = 150e-6
+    form_group = "device_map"
+    options_section = None
+    level_labels = ("torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved")
     lighter_weights = (("int8", 1.0, 0.0), ("nf4", 3.0, 1.0))
     lighter_kv = (("int8", 1.0),)
     # transformers' DeepseekV3 attention caches K (nope+rope) and V per head

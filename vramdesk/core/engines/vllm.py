@@ -215,6 +215,9 @@ class VllmEngine(Engine):
     offloads_gpu_layers = False
     has_pool_budget = True
     step_overhead_per_layer_s = 0.0
+    form_group = "vllm"
+    options_section = "vllm"
+    level_labels = ("torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved")
     lighter_weights = (("fp8", 1.0, 0.0), ("awq-int4", 3.0, 0.0))
     lighter_kv = (("fp8", 1.0),)
     expands_mla = False
