@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -19,54 +19,14 @@ from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
 from vramdesk.core.options import Option, options
 from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import (
-    AdapterDtype,
-    Engine,
     FinetuneWorkload,
-    FsdpStrategy,
     InferenceWorkload,
-    LoraBias,
-    Offload,
-    Optimizer,
     Scenario,
-    TrainPrecision,
-    VisionTower,
 )
 from vramdesk.report.tables import runs
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 
 from .theme import component_colors
-
-ENGINES: tuple[str, ...] = get_args(Engine)
-WEIGHT_FORMATS: tuple[str, ...] = (
-    "auto",
-    "bf16",
-    "fp16",
-    "fp8",
-    "int8",
-    "nf4",
-    "nf4-dq",
-    "gptq-int4",
-    "gptq-int8",
-    "awq-int4",
-    "mxfp4",
-    "q8_0",
-    "q6_k",
-    "q5_k_m",
-    "q4_k_m",
-    "q4_0",
-)
-KV_DTYPES: tuple[str, ...] = ("auto", "bf16", "fp16", "fp8", "q8_0", "q4_0")
-ATTENTIONS: tuple[str, ...] = ("sdpa", "flash", "eager")
-METHODS: tuple[str, ...] = ("lora", "qlora", "full")
-OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
-PRECISIONS: tuple[str, ...] = get_args(TrainPrecision)
-OFFLOADS: tuple[str, ...] = get_args(Offload)
-#: peft modules_to_save kinds the form offers (the core's normalised names), in the order the form writes them
-SAVED_MODULE_KINDS: tuple[str, ...] = ("embed", "lm_head")
-LORA_BIASES: tuple[str, ...] = get_args(LoraBias)
-ADAPTER_DTYPES: tuple[str, ...] = get_args(AdapterDtype)
-VISION_TOWERS: tuple[str, ...] = get_args(VisionTower)
-FSDP_STRATEGIES: tuple[str, ...] = get_args(FsdpStrategy)
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
 EXPECTED_ERRORS: tuple[type[Exception], ...] = (ValueError, LookupError)
