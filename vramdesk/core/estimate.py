@@ -9,6 +9,7 @@ from .engines import Context, Engine, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
+from .messages import Text
 from .quant_config import format_from_quantization_config
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
@@ -36,6 +37,12 @@ def _bounded(est: Estimate) -> Estimate:
             "reach: the batch, the lengths or the model's sizes are far outside anything real"
         )
     return est
+
+
+def _message(err: Exception) -> str:
+    """An error's message, its :class:`~vramdesk.core.messages.Text` (id and values) kept when it has one."""
+    first = err.args[0] if len(err.args) == 1 else None
+    return first if isinstance(first, Text) else str(err)
 
 
 def _float_dtype(arch: Architecture) -> str:
@@ -317,7 +324,8 @@ def _estimate_training(
         # (training_phases refuses a plan that cannot run first: training_plan.check_plan)
         run = training_phases(facts, work, scenario.parallelism, total_gpus, base, scenario.hardware.gpu_count)
     except (TrainingError, FormatError) as err:
-        raise EstimateError(str(err)) from err
+        # (a refusal's message Text, id and values kept, so that the window translates it by its id)
+        raise EstimateError(_message(err)) from err
     ws = _cublas_workspaces(gpu)
     stage_phases = [_with_workspaces(st, ws) for st in run.stages] or [_with_workspaces(run.phases, ws)]
     phases = stage_phases[0]

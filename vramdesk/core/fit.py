@@ -4,7 +4,46 @@ from __future__ import annotations
 
 from . import constants as K
 from .gpu import GIB, GpuSpec
+from .messages import Message, Text, free, join
 from .result import Fit
+
+#: what a verdict compares with (``Fit.basis``)
+TOTAL = Message("fit.basis.total", "total")()
+FREE = Message("fit.basis.free", "free")()
+BUDGET = Message("fit.basis.budget", "budget")()
+#: vLLM's budget (``EngineRun.fit_budget_label``)
+BUDGET_LABEL = Message("fit.basis.gpu_memory_utilization", "within gpu_memory_utilization {utilization}")
+_BASES = {str(t): t for t in (TOTAL, FREE, BUDGET)}
+
+SPARE = Message("fit.spare", "needs {need:.2f} GiB of {available:.2f} GiB {basis}; {spare:.2f} GiB to spare")
+TIGHT = Message(
+    "fit.tight",
+    "needs {need:.2f} GiB of {available:.2f} GiB {basis}: less than the {headroom:.2f} GiB headroom left for the "
+    "display, other processes and allocator spikes",
+)
+SHORT = Message(
+    "fit.short",
+    "needs {need:.2f} GiB per GPU but the {gpu} has {available:.2f} GiB {basis}: short by {short:.2f} GiB",
+)
+CACHE_ONLY = Message(
+    "fit.cache_only",
+    "needs {live:.2f} GiB of {available:.2f} GiB {basis} for live tensors, {need:.2f} GiB with PyTorch's cache of "
+    "free blocks: the allocator gives cached blocks back before it runs out, so this runs unless fragmentation "
+    "takes more than the {left:.2f} GiB left; expandable_segments:True lowers that risk",
+)
+NEEDS_PER_GPU = Message("fit.needs_per_gpu", "needs {need:.2f} GiB per GPU")
+NOTHING_FREE_ON_GPU = Message("fit.nothing_free.gpu", "no free memory on GPU {index} (the {gpu})")
+NOTHING_FREE = Message("fit.nothing_free", "no free memory on the {gpu}")
+HELD = Message("fit.nothing_free.held", "{message}: other processes hold {used:.2f} GiB")
+#: the processes in parentheses as the services word them (translated by the phrase for the whole parenthesis)
+HELD_BY = Message("fit.nothing_free.held_by", "{message} {processes}")
+
+
+def basis_text(label: str) -> Text:
+    """A basis word as its :class:`Text` ("total", "free", "budget" or an engine's label kept as it came)."""
+    if isinstance(label, Text):
+        return label
+    return _BASES.get(label) or free(label, table="basis")
 
 
 def headroom(memory_bytes: int) -> int:
@@ -32,47 +71,38 @@ def verdict(
     give back (split ones) leave too little.
     """
     available = gpu.memory_bytes if gpu.free_bytes is None else max(0, min(gpu.memory_bytes, gpu.free_bytes))
-    where = "free" if gpu.free_bytes is not None else "total"
+    where: Text = FREE if gpu.free_bytes is not None else TOTAL
     room = (
         headroom(gpu.memory_bytes) if headroom_fraction is None else max(0, int(gpu.memory_bytes * headroom_fraction))
     )
     if budget_bytes is not None and budget_bytes < available:
-        available, where = budget_bytes, budget_label or "budget"
+        available, where = budget_bytes, basis_text(budget_label) if budget_label else BUDGET
         room = max(K.FIT_HEADROOM_MIN // 4, int(budget_bytes * 0.02))
     # nothing free (another job fills the GPU): the formula's limit is -inf, JSON needs a finite number
     margin = (available - required_bytes) / available if available > 0 else (-1.0 if required_bytes > 0 else 0.0)
     cache_only = required_bytes > available and allocated_bytes is not None and allocated_bytes <= available
+    need, avail = required_bytes / GIB, available / GIB
+    msg: Text
     if available == 0 and where == "free":
         v = "does not fit"
-        msg = _nothing_free(gpu) + f"; needs {required_bytes / GIB:.2f} GiB per GPU"
+        msg = join("; ", _nothing_free(gpu), NEEDS_PER_GPU(need=need))
     elif cache_only and allocated_bytes is not None:
         v = "tight"
-        msg = (
-            f"needs {allocated_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where} for live tensors, "
-            f"{required_bytes / GIB:.2f} GiB with PyTorch's cache of free blocks: the allocator gives cached blocks "
-            f"back before it runs out, so this runs unless fragmentation takes more than the "
-            f"{(available - allocated_bytes) / GIB:.2f} GiB left; expandable_segments:True lowers that risk"
-        )
+        msg = CACHE_ONLY(
+            live=allocated_bytes / GIB, available=avail, basis=where, need=need,
+            left=(available - allocated_bytes) / GIB,
+        )  # fmt: skip
     elif required_bytes > available:
         v = "does not fit"
-        msg = (
-            f"needs {required_bytes / GIB:.2f} GiB per GPU but the {gpu.name} has {available / GIB:.2f} GiB {where}: "
-            f"short by {(required_bytes - available) / GIB:.2f} GiB"
-        )
+        msg = SHORT(need=need, gpu=gpu.name, available=avail, basis=where, short=(required_bytes - available) / GIB)
     elif required_bytes > available - room:
         v = "tight"
-        msg = (
-            f"needs {required_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where}: less than the "
-            f"{room / GIB:.2f} GiB headroom left for the display, other processes and allocator spikes"
-        )
+        msg = TIGHT(need=need, available=avail, basis=where, headroom=room / GIB)
     else:
         v = "fits"
-        msg = (
-            f"needs {required_bytes / GIB:.2f} GiB of {available / GIB:.2f} GiB {where}; "
-            f"{(available - required_bytes) / GIB:.2f} GiB to spare"
-        )
+        msg = SPARE(need=need, available=avail, basis=where, spare=(available - required_bytes) / GIB)
     if gpu.free_note:  # the detected figures did not add up: say what the verdict planned with
-        msg += f"; {gpu.free_note}"
+        msg = join("; ", msg, free(gpu.free_note))
     return Fit(
         gpu=gpu.name,
         gpu_count=gpu_count,
@@ -90,12 +120,15 @@ def verdict(
     )
 
 
-def _nothing_free(gpu: GpuSpec) -> str:
+def _nothing_free(gpu: GpuSpec) -> Text:
     """Why nothing fits: "no free memory on GPU 0 (the RTX 4090): other processes hold 23.70 GiB (process 4242 ...)"."""
-    where = f"GPU {gpu.device_index} (the {gpu.name})" if gpu.device_index is not None else f"the {gpu.name}"
-    msg = f"no free memory on {where}"
+    msg = (
+        NOTHING_FREE_ON_GPU(index=gpu.device_index, gpu=gpu.name)
+        if gpu.device_index is not None
+        else NOTHING_FREE(gpu=gpu.name)
+    )
     if gpu.used_bytes:
-        msg += f": other processes hold {gpu.used_bytes / GIB:.2f} GiB"
+        msg = HELD(message=msg, used=gpu.used_bytes / GIB)
     if gpu.held_by:
-        msg += f" ({gpu.held_by})"
+        msg = HELD_BY(message=msg, processes=free(f"({gpu.held_by})"))
     return msg

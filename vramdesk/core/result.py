@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .messages import MessageText
+
 Category = Literal[
     "weights", "kv_cache", "state", "activations", "logits", "gradients", "optimizer", "overhead", "pool"
 ]
@@ -60,10 +62,11 @@ class Fit(_Frozen):
     verdict: Literal["fits", "tight", "does not fit"]
     #: (available - required) / available
     margin_fraction: float
-    message: str
+    #: a :class:`~vramdesk.core.messages.Text` (message id and values) when the core built it
+    message: MessageText
     #: what the verdict compared against, and which figure that was ("total", "free" or the engine's budget)
     available_bytes: int = 0
-    basis: str = "total"
+    basis: MessageText = "total"
     #: how much is missing (0 when it fits)
     short_bytes: int = 0
     #: training: the live tensors' part of ``required_bytes`` (the rest is PyTorch's cache of free blocks), when

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .architecture import AttentionKind
 from .dtype_names import FormatError
 from .lora import LoraTargetError, check_targets
+from .messages import Message, free
 from .scenario import FinetuneWorkload, Parallelism
 from .weight_format import WeightFormat, parse_weight_format
 
@@ -26,7 +27,50 @@ TRAINABLE_BASES = frozenset({"gptq", "awq", "bnb4", "int8"})
 
 
 class TrainingError(ValueError):
-    """Options that cannot go together, named on both sides."""
+    """Options that cannot go together, named on both sides: ``args[0]`` is the message's
+    :class:`~vramdesk.core.messages.Text` (its id and values) when it is one of the refusals below."""
+
+
+QLORA_UNQUANTISED = Message(
+    "training.qlora_unquantised",
+    "QLoRA trains adapters on a quantised base, but the weights are {weights}: that is LoRA (--method lora), or "
+    "keep QLoRA with a 4-bit base (--weights nf4, or leave the weights on auto)",
+)
+FULL_QUANTISED = Message(
+    "training.full_quantised",
+    "a full fine-tune trains every weight in 16 or 32 bits, but the weights are {weights}: fine-tune adapters on "
+    "this base (LoRA), or plan the full fine-tune of the dequantised model with weights bf16",
+)
+QLORA_FP32 = Message(
+    "training.qlora_fp32",
+    "QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply",
+)
+NO_VISION_TOWER = Message("training.no_vision_tower", "{model} has no vision tower to train (vision_tower=trained)")
+UNKNOWN_METHOD = Message("training.unknown_method", "unknown method {method}")
+TP_KV_HEADS = Message("training.tp_kv_heads", "tensor parallel {tp} does not divide the {kv_heads} KV heads of {model}")
+FSDP_AND_ZERO = Message(
+    "training.fsdp_and_zero",
+    "FSDP and DeepSpeed ZeRO-{zero} both shard the model and cannot run together; choose one (--fsdp or --zero)",
+)
+OFFLOAD_OPTIMIZER = Message(
+    "training.offload_optimizer",
+    "CPU offload of the optimizer is a DeepSpeed ZeRO (or FSDP) feature: add ZeRO-2 (--zero 2; one GPU is enough) "
+    "or FSDP (--fsdp)",
+)
+OFFLOAD_PARAMS = Message(
+    "training.offload_params",
+    "CPU offload of the parameters needs DeepSpeed ZeRO-3 (offload_param) or FSDP: use --zero 3 or --fsdp",
+)
+OFFLOAD_PARAMS_NOT_ZERO = Message(
+    "training.offload_params.not_zero",
+    "CPU offload of the parameters needs DeepSpeed ZeRO-3 (offload_param) or FSDP: use --zero 3 or --fsdp, not "
+    "ZeRO-{zero}",
+)
+ZERO_WITH_PP = Message(
+    "training.zero_with_pp",
+    "ZeRO-{zero} shards gradients across data-parallel ranks, which DeepSpeed does not combine with pipeline "
+    "parallel (--pp); use ZeRO-1",
+)
 
 
 def check_plan(facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, base: str | WeightFormat = "auto") -> None:
@@ -62,28 +106,21 @@ def _check_base(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFor
     """The method against the storage of its base."""
     quantised = _quantised(base)
     if work.method == "qlora" and not quantised and base != "auto":
-        raise TrainingError(
-            f"QLoRA trains adapters on a quantised base, but the weights are {base}: that is LoRA "
-            "(--method lora), or keep QLoRA with a 4-bit base (--weights nf4, or leave the weights on auto)"
-        )
+        raise TrainingError(QLORA_UNQUANTISED(weights=str(base)))
     if work.method == "full" and quantised:
-        raise TrainingError(
-            f"a full fine-tune trains every weight in 16 or 32 bits, but the weights are {_label(facts, base)}: "
-            "fine-tune adapters on this base (LoRA), or plan the full fine-tune of the dequantised model with "
-            "weights bf16"
-        )
+        raise TrainingError(FULL_QUANTISED(weights=free(_label(facts, base))))
     if work.method == "qlora" and work.precision in ("fp32",):
-        raise TrainingError("QLoRA keeps the base in 4 bits and computes in 16 bits: --precision fp32 does not apply")
+        raise TrainingError(QLORA_FP32())
 
 
 def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFormat) -> None:
     """What the method trains against what the model has: a vision tower, the LoRA targets, a base that its format
     can store."""
     if work.vision_tower == "trained" and not any(t.part == "vision" for t in facts.tensors):
-        raise TrainingError(f"{facts.model_id} has no vision tower to train (vision_tower=trained)")
+        raise TrainingError(NO_VISION_TOWER(model=facts.model_id))
     if work.method not in ("lora", "qlora", "full"):
         # (a Literal: only a workload built without validation gets here)
-        raise TrainingError(f"unknown method {work.method}")
+        raise TrainingError(UNKNOWN_METHOD(method=work.method))
     if work.method == "full":
         return
     try:
@@ -108,29 +145,15 @@ def _check_parallelism(facts: ModelFacts, par: Parallelism) -> None:
     arch = facts.arch
     tp, pp = par.tp, par.pp
     if tp > 1 and arch.layers[0].n_kv_heads % tp and arch.layers[0].attention != AttentionKind.MLA:
-        raise TrainingError(
-            f"tensor parallel {tp} does not divide the {arch.layers[0].n_kv_heads} KV heads of {facts.model_id}"
-        )
+        raise TrainingError(TP_KV_HEADS(tp=tp, kv_heads=arch.layers[0].n_kv_heads, model=facts.model_id))
     if par.fsdp and par.zero:
         # (refused here, not by the scenario: a plan saved with both still opens, and says what to change)
-        raise TrainingError(
-            f"FSDP and DeepSpeed ZeRO-{par.zero} both shard the model and cannot run together; choose one "
-            "(--fsdp or --zero)"
-        )
+        raise TrainingError(FSDP_AND_ZERO(zero=par.zero))
     if par.offload == "optimizer" and not (par.zero or par.fsdp):
         # DeepSpeed's offload_optimizer (ZeRO-Offload, one GPU is enough) or FSDP's CPU offload move the states;
         # plain PyTorch has nothing that does
-        raise TrainingError(
-            "CPU offload of the optimizer is a DeepSpeed ZeRO (or FSDP) feature: add ZeRO-2 (--zero 2; one GPU is "
-            "enough) or FSDP (--fsdp)"
-        )
+        raise TrainingError(OFFLOAD_OPTIMIZER())
     if par.offload == "params" and not (par.zero == 3 or par.fsdp):
-        raise TrainingError(
-            "CPU offload of the parameters needs DeepSpeed ZeRO-3 (offload_param) or FSDP: use --zero 3 or --fsdp"
-            + (f", not ZeRO-{par.zero}" if par.zero else "")
-        )
+        raise TrainingError(OFFLOAD_PARAMS_NOT_ZERO(zero=par.zero) if par.zero else OFFLOAD_PARAMS())
     if pp > 1 and (par.zero >= 2):
-        raise TrainingError(
-            f"ZeRO-{par.zero} shards gradients across data-parallel ranks, which DeepSpeed does not "
-            "combine with pipeline parallel (--pp); use ZeRO-1"
-        )
+        raise TrainingError(ZERO_WITH_PP(zero=par.zero))

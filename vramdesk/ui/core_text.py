@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
+
+from vramdesk.core.messages import Text
 
 from .i18n import i18n_dir, language
 
@@ -120,7 +123,45 @@ class Translator:
             out = _SENTINEL.sub(lambda m: store[_index(m.group(1))], out)
         return _full_width(out)
 
+    def message(self, text: Text, messages: Mapping[str, str]) -> str | None:
+        """A :class:`~vramdesk.core.messages.Text` translated by its id with ``messages`` (id -> template), its
+        nested texts in turn; None when it, or a part of it, has no translation there."""
+        store: list[str] = []
+        out = self._render(text, messages, store)
+        if out is None:
+            return None
+        while _SENTINEL.search(out):
+            out = _SENTINEL.sub(lambda m: store[_index(m.group(1))], out)
+        return _full_width(out)
+
     # ------------------------------------------------------------------ work
+    def _render(self, text: Text, messages: Mapping[str, str], store: list[str]) -> str | None:
+        if text.parts:  # a join: each piece, then the separator (full-width at the end, as a whole text)
+            pieces: list[str] = []
+            for part in text.parts:
+                piece = (
+                    self._render(part, messages, store)
+                    if isinstance(part, Text)
+                    else self._apply(part, "phrases", store)
+                )
+                if piece is None:
+                    return None
+                pieces.append(piece)
+            return text.separator.join(pieces)
+        if not text.id:  # English without an id: the regular-expression table it names
+            table = str(text.args.get("table", "phrases"))
+            return self._apply(text, table, store) if table == "phrases" else self._sub_table(text, table, store)
+        template = messages.get(text.id)
+        if template is None:
+            return None
+        args: dict[str, object] = {}
+        for name, value in text.args.items():
+            rendered = self._render(value, messages, store) if isinstance(value, Text) else value
+            if rendered is None:
+                return None
+            args[name] = rendered
+        return template.format(**args)
+
     def _apply(self, text: str, table: str, store: list[str]) -> str:
         for rule in self.tables.get(table, ()):
             if rule.needle not in text:
@@ -200,6 +241,21 @@ def translator(lang: str) -> Translator | None:
     return Translator(merged)
 
 
+@cache
+def message_table(lang: str) -> dict[str, str]:
+    """The translations of the core's message ids (``resources/i18n/<lang>.messages.json``: id -> template with
+    the English template's placeholders and format specs); empty for English or a language without one."""
+    if lang == "en":
+        return {}
+    try:
+        data = json.loads((i18n_dir() / f"{lang}.messages.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, str) and v}
+
+
 @lru_cache(maxsize=4096)
 def _localized(text: str, lang: str) -> str:
     t = translator(lang)
@@ -207,10 +263,19 @@ def _localized(text: str, lang: str) -> str:
 
 
 def localize(text: str, lang: str | None = None) -> str:
-    """A core sentence (explanation, warning, verdict, advice, error) in ``lang`` (default: the window's)."""
+    """A core sentence (explanation, warning, verdict, advice, error) in ``lang`` (default: the window's).
+
+    A :class:`~vramdesk.core.messages.Text` whose id, and the id of every text nested in it, has a translation in
+    :func:`message_table` is translated from there; any other text by the regular-expression table."""
     lang = lang or language()
     if lang == "en" or not text:
         return text
+    if isinstance(text, Text):  # translated by its message id, else (not converted yet) by the phrases
+        t = translator(lang)
+        by_id = None if t is None else t.message(text, message_table(lang))
+        if by_id is not None:
+            return by_id
+        text = str(text)  # (the cache below takes plain strings only)
     return _localized(text, lang)
 
 
@@ -223,4 +288,4 @@ def localize_name(text: str, lang: str | None = None) -> str:
     return text if t is None else t.name(text)
 
 
-__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "translator"]
+__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "message_table", "translator"]

@@ -14,8 +14,10 @@ from pydantic import ValidationError
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts
+from vramdesk.core.fit import basis_text
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
+from vramdesk.core.messages import Message, Text
 from vramdesk.core.options import Option, options
 from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import (
@@ -312,7 +314,8 @@ class Evaluation:
 
 
 def describe_error(err: BaseException) -> str:
-    """One readable line for an error the user caused (pydantic's messages name the field)."""
+    """One readable line for an error the user caused (pydantic's messages name the field). A core refusal's
+    :class:`~vramdesk.core.messages.Text` comes back as it is, so that the window translates it by its id."""
     if isinstance(err, ValidationError):
         parts = []
         for e in err.errors():
@@ -320,33 +323,50 @@ def describe_error(err: BaseException) -> str:
             msg = str(e["msg"]).removeprefix("Value error, ")
             parts.append(f"{loc}: {msg}" if loc else msg)
         return "; ".join(parts)
+    if len(err.args) == 1 and isinstance(err.args[0], Text) and err.args[0] == err.args[0].strip():
+        return err.args[0]
     text = str(err).strip()
     if isinstance(err, LookupError) and len(text) > 1 and text[0] == text[-1] == "'":
         text = text[1:-1]  # KeyError's repr-quoting
     return text or type(err).__name__
 
 
+#: the verdict sentences in the window's unit (the core's :mod:`vramdesk.core.fit` ones, with amounts as text)
+VIEW_SHORT = Message("view.fit.short", "needs {need} per GPU but the {gpu} has {available} {basis}: short by {short}")
+VIEW_CACHE_ONLY = Message(
+    "view.fit.cache_only",
+    "needs {live} of {available} {basis} for live tensors, {need} with PyTorch's cache of free blocks: the "
+    "allocator gives cached blocks back before it runs out, so this runs unless fragmentation takes more than the "
+    "{left} left; expandable_segments:True lowers that risk",
+)
+VIEW_TIGHT = Message(
+    "view.fit.tight",
+    "needs {need} of {available} {basis}: less than the {headroom} headroom left for the display, other processes "
+    "and allocator spikes",
+)
+VIEW_SPARE = Message("view.fit.spare", "needs {need} of {available} {basis}; {spare} to spare")
+VIEW_NO_GPU = Message("view.no_gpu", "needs {need} per GPU; choose a GPU to see whether it fits")
+
+
 def fit_message(fit: Fit) -> str:
     """The core's verdict sentence (:func:`vramdesk.core.fit.verdict`), rebuilt from the :class:`Fit` fields in
-    the window's unit (in GiB it is the core's text)."""
-    need, avail, where = gib(fit.required_bytes), gib(fit.available_bytes), fit.basis
+    the window's unit (in GiB it is the core's text), as a :class:`~vramdesk.core.messages.Text`."""
+    need, avail, where = gib(fit.required_bytes), gib(fit.available_bytes), basis_text(fit.basis)
     if fit.available_bytes <= 0:  # a Fit from before the core recorded what it compared with
         return fit.message
     if fit.verdict == "does not fit":
-        return f"needs {need} per GPU but the {fit.gpu} has {avail} {where}: short by {gib(fit.short_bytes)}"
+        return VIEW_SHORT(need=need, gpu=fit.gpu, available=avail, basis=where, short=gib(fit.short_bytes))
     if fit.verdict == "tight" and fit.live_bytes is not None:
-        return (
-            f"needs {gib(fit.live_bytes)} of {avail} {where} for live tensors, {need} with PyTorch's cache of free "
-            "blocks: the allocator gives cached blocks back before it runs out, so this runs unless fragmentation "
-            f"takes more than the {gib(fit.available_bytes - fit.live_bytes)} left; expandable_segments:True lowers "
-            "that risk"
+        return VIEW_CACHE_ONLY(
+            live=gib(fit.live_bytes),
+            available=avail,
+            basis=where,
+            need=need,
+            left=gib(fit.available_bytes - fit.live_bytes),
         )
     if fit.verdict == "tight":
-        return (
-            f"needs {need} of {avail} {where}: less than the {gib(fit.headroom_bytes)} headroom left for the "
-            "display, other processes and allocator spikes"
-        )
-    return f"needs {need} of {avail} {where}; {gib(fit.available_bytes - fit.required_bytes)} to spare"
+        return VIEW_TIGHT(need=need, available=avail, basis=where, headroom=gib(fit.headroom_bytes))
+    return VIEW_SPARE(need=need, available=avail, basis=where, spare=gib(fit.available_bytes - fit.required_bytes))
 
 
 def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> EstimateView:
@@ -387,7 +407,7 @@ def build_view(est: Estimate, scenario: Scenario, gpu: GpuSpec | None) -> Estima
     else:
         verdict = None
         headline = "No GPU chosen"
-        message = f"needs {gib(est.device_bytes)} per GPU; choose a GPU to see whether it fits"
+        message = VIEW_NO_GPU(need=gib(est.device_bytes))
     loads = []
     for share in est.per_gpu:
         if share.fit is not None:  # the core's own verdict for this GPU (headroom and engine budget included)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LinearAttnSpec
+from ..fit import BUDGET_LABEL
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
 from ..result import Component, EngineInfo, Phase
@@ -193,7 +194,7 @@ def vllm_run(ctx: Context) -> EngineRun:
         gpu_count=tp * pp,
         fit_required=fixed + need_kv,
         fit_budget=info_kwargs.get("pool_bytes"),
-        fit_budget_label=f"within gpu_memory_utilization {opts.gpu_memory_utilization}",
+        fit_budget_label=BUDGET_LABEL(utilization=opts.gpu_memory_utilization),
     )
 
 

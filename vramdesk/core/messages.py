@@ -1,0 +1,147 @@
+"""Core sentences with a message id: the English text, plus what the window needs to translate it without
+matching it against regular expressions.
+
+* :class:`Text` is a ``str`` (the English sentence, byte for byte what the core has always written: JSON, the
+  command line, comparisons and f-strings see a plain string) that also carries ``id`` (``"fit.spare"``) and
+  ``args``, the values the sentence was formatted from: raw numbers (``need=9.846...``), names kept as they are
+  (a GPU, a model) and nested :class:`Text` s (a basis word, a clause).
+* :class:`Message` is one entry of the catalog: an id and its English template, registered in :data:`MESSAGES`
+  when the message is defined (at import of the module that defines it). The same id always has the same
+  template; a clash is refused. Calling it formats the template: ``SPARE(need=9.846)`` -> a :class:`Text`.
+  :func:`text` does both at once, for a message used in one place.
+* Number formats live in the template (``{need:.2f} GiB``) and the args hold the raw value, so the English is
+  the f-string's output unchanged; a translated template reuses the same placeholders and format specs.
+* Composite texts have the id ``""``: :func:`join` (``join("; ", verdict, note)``) keeps its ``parts`` and its
+  ``separator``; :func:`free` marks a piece of English that has no id yet (a label, a note from another layer):
+  the window translates it with its regular-expression table (``args["table"]`` names which one).
+
+A translation table maps an id to a template in the other language (``resources/i18n/<lang>.messages.json``,
+read by ``vramdesk/ui/core_text.py``). Plain ``str`` values of a converted message are never translated.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any
+
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import core_schema
+
+#: every message id -> its English template
+MESSAGES: dict[str, str] = {}
+
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+class Text(str):
+    """An English sentence that remembers its message id and the values it was formatted from."""
+
+    id: str
+    args: Mapping[str, object]
+    #: a :func:`join`: its pieces (``Text`` or plain ``str``) and what stands between them
+    parts: tuple[str, ...]
+    separator: str
+
+    def __new__(
+        cls,
+        value: str,
+        id: str = "",
+        args: Mapping[str, object] | None = None,
+        parts: tuple[str, ...] = (),
+        separator: str = "",
+    ) -> Text:
+        self = super().__new__(cls, value)
+        self.id = id
+        self.args = MappingProxyType(dict(args)) if args else _EMPTY
+        self.parts = parts
+        self.separator = separator
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (a MappingProxyType does not pickle: the worker threads' results may be copied)
+        return (_rebuild, (str(self), self.id, dict(self.args), self.parts, self.separator))
+
+    def __repr__(self) -> str:
+        return f"Text({str.__repr__(self)}, id={self.id!r})"
+
+
+def _rebuild(value: str, id: str, args: dict[str, object], parts: tuple[str, ...], separator: str) -> Text:
+    return Text(value, id, args, parts, separator)
+
+
+def register(id: str, template: str) -> None:
+    """Add ``id`` -> ``template`` to the catalog; refuse an id that already has another template."""
+    if not id:
+        raise ValueError("a message needs an id")
+    known = MESSAGES.setdefault(id, template)
+    if known != template:
+        raise ValueError(f"message {id!r} has two templates: {known!r} and {template!r}")
+
+
+class Message:
+    """One catalog entry: calling it with the template's values gives the :class:`Text`."""
+
+    __slots__ = ("id", "template")
+
+    def __init__(self, id: str, template: str) -> None:
+        register(id, template)
+        self.id = id
+        self.template = template
+
+    def __call__(self, **args: object) -> Text:
+        return Text(self.template.format(**args), self.id, args)
+
+    def __repr__(self) -> str:
+        return f"Message({self.id!r}, {self.template!r})"
+
+
+def text(id: str, template: str, **args: object) -> Text:
+    """Format ``template`` with ``args`` as the :class:`Text` of message ``id`` (registered in the catalog)."""
+    return Message(id, template)(**args)
+
+
+def join(separator: str, *parts: str) -> Text:
+    """``separator.join(parts)`` that keeps its pieces: ``join("; ", verdict, note)``."""
+    return Text(separator.join(parts), "", None, tuple(parts), separator)
+
+
+def free(value: str, table: str = "phrases") -> Text:
+    """English without an id yet (a label, another layer's note): the window translates it with the
+    regular-expression table ``table`` (``"phrases"``, or a table of whole words such as ``"basis"``)."""
+    return value if isinstance(value, Text) else Text(value, "", {"table": table})
+
+
+def fields(template: str) -> dict[str, str]:
+    """The placeholders of a template and their format specs: ``"{need:.2f} GiB"`` -> ``{"need": ".2f"}``."""
+    out: dict[str, str] = {}
+    for _literal, name, spec, conversion in string.Formatter().parse(template):
+        if name is not None:
+            out[name] = f"!{conversion}:{spec or ''}" if conversion else spec or ""
+    return out
+
+
+def _keep_text(value: object, handler: core_schema.ValidatorFunctionWrapHandler) -> object:
+    return value if isinstance(value, Text) else handler(value)
+
+
+class _MessageSchema:
+    """pydantic: keep a :class:`Text` as it is (a plain ``str`` validates as ``str``), dump a plain string."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_wrap_validator_function(
+            _keep_text,
+            core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                str, return_schema=core_schema.str_schema(), when_used="always"
+            ),
+        )
+
+
+#: a result field that carries a :class:`Text` (kept through validation, dumped as a plain string)
+MessageText = Annotated[str, _MessageSchema]
+
+
+__all__ = ["MESSAGES", "Message", "MessageText", "Text", "fields", "free", "join", "register", "text"]
