@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from vramdesk.core.engines import ENGINES, engine
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
-from vramdesk.core.options import options
+from vramdesk.core.options import option, options
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.nvml import DetectionResult
 
@@ -98,7 +98,7 @@ class WorkloadForm(QWidget):
         self.detected_label.setWordWrap(True)
         self.detected_label.setTextFormat(Qt.TextFormat.RichText)
         self.gpu_combo = QComboBox()
-        self.gpu_combo.setToolTip(tr("The GPU to plan for: a detected one (free memory) or any from the catalog"))
+        self.gpu_combo.setToolTip(tr(option("gpu").help))  # the list itself is the catalog's and NVML's
         self.gpu_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.gpu_combo.setMinimumContentsLength(12)
         self.gpu_combo.setMaxVisibleItems(24)
@@ -109,7 +109,7 @@ class WorkloadForm(QWidget):
         self.engine_boxes = {e.form_group: boxes[e.form_group][0] for e in ENGINES.values()}
         boxes["model"][1].insertRow(0, tr("&Model"), self.model_combo)
         boxes["hardware"][1].insertRow(0, self.detected_label)
-        boxes["hardware"][1].insertRow(1, tr("&GPU"), self.gpu_combo)
+        boxes["hardware"][1].insertRow(1, tr(option("gpu").label), self.gpu_combo)
 
         inf_page = QWidget()
         il = QVBoxLayout(inf_page)
@@ -152,7 +152,10 @@ class WorkloadForm(QWidget):
         box: QWidget = QGroupBox(tr(title)) if title else QWidget()
         fl = QFormLayout(box)
         self._tune(fl)
-        fl.setContentsMargins(8, 6, 8, 6) if title else fl.setContentsMargins(4, 6, 4, 4)
+        if title:
+            fl.setContentsMargins(8, 6, 8, 6)
+        else:
+            fl.setContentsMargins(4, 6, 4, 4)
         beside = {str(f.opt.form["beside"]): f for f in self.fields.values() if f.opt.form.get("beside")}
         for name, f in self.fields.items():
             if f.opt.group != group or f.opt.form.get("beside"):
