@@ -53,7 +53,7 @@ def library(tmp_path):
 @pytest.fixture
 def chinese(monkeypatch):
     """The window in Simplified Chinese for one test (VRAMDESK_LANG is what ensure_app() reads); English after."""
-    from vramdesk.ui import i18n
+    from vramdesk.ui import i18n, qt_i18n
 
     monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
     i18n.set_language("zh_CN")
@@ -61,7 +61,7 @@ def chinese(monkeypatch):
         yield
     finally:
         i18n.set_language("en")
-        i18n.install_qt_translations("en")
+        qt_i18n.install_qt_translations("en")
 
 
 @pytest.fixture(scope="session")

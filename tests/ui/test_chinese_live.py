@@ -24,7 +24,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.gpu import GIB
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import ScenarioLibrary
-from vramdesk.ui import i18n
+from vramdesk.ui import i18n, qt_i18n
 from vramdesk.ui.core_text import localize, localize_name
 from vramdesk.ui.dialogs import UNIT_KEY, SettingsDialog
 from vramdesk.ui.main_window import WINDOW_SIZE, MainWindow
@@ -170,7 +170,7 @@ def test_switching_the_language_in_settings_applies_at_once_and_keeps_the_work(q
         assert len(w.findChildren(type(w.form))) == 1
     finally:
         i18n.set_language("en")
-        i18n.install_qt_translations("en")
+        qt_i18n.install_qt_translations("en")
 
 
 def test_an_open_library_window_is_rebuilt_in_the_new_language(qtbot, tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_an_open_library_window_is_rebuilt_in_the_new_language(qtbot, tmp_path: 
         assert new.comparison is not None and new.table.item(1, 0) is not None
     finally:
         i18n.set_language("en")
-        i18n.install_qt_translations("en")
+        qt_i18n.install_qt_translations("en")
         if w.library_window is not None:
             w.library_window.close()
 

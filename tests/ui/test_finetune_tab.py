@@ -23,7 +23,7 @@ from vramdesk.services import accuracy
 from vramdesk.services.accuracy import measured_accuracy
 from vramdesk.services.catalog import default_catalog
 from vramdesk.storage.scenarios import save_scenario
-from vramdesk.ui import i18n
+from vramdesk.ui import i18n, qt_i18n
 from vramdesk.ui.dialogs import ExplainDialog, explain_text
 from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.presenter import FormValues, evaluate_scenario, form_from_scenario, scenario_from_form
@@ -314,7 +314,7 @@ def test_the_explain_button_uses_the_selection_or_the_largest_component(qtbot) -
 
 def test_explain_dialog_in_chinese(qtbot, monkeypatch) -> None:
     monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
-    i18n.set_language(i18n.choose_language())
+    i18n.set_language(qt_i18n.choose_language())
     try:
         w = make_window(qtbot, finetune())
         assert w.form.widget("chunked_loss").text() == "分块交叉熵"

@@ -19,7 +19,7 @@ from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from vramdesk.services.catalog import default_catalog
 from vramdesk.storage.scenarios import save_scenario
-from vramdesk.ui import i18n, qtapp
+from vramdesk.ui import i18n, qt_i18n, qtapp
 from vramdesk.ui.forms import WorkloadForm, select
 from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.presenter import FormValues, form_from_scenario, scenario_from_form
@@ -458,7 +458,7 @@ def test_the_new_widgets_explain_themselves_in_both_languages(qtbot, monkeypatch
     assert f.minimumSizeHint().width() <= width  # nothing is cut off on the right
 
     monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
-    i18n.set_language(i18n.choose_language())
+    i18n.set_language(qt_i18n.choose_language())
     try:
         zh = make_window(qtbot, finetune(VISION_MODEL))
         g = zh.form
@@ -497,7 +497,7 @@ def test_switching_the_language_keeps_the_new_options(qtbot) -> None:
         assert w.form.widget("lora_bias").currentText() == "LoRA layers only" and shown_scenario(w) == s
     finally:
         i18n.set_language("en")
-        i18n.install_qt_translations("en")
+        qt_i18n.install_qt_translations("en")
 
 
 def test_selective_checkpointing_and_llama_cpp_row_split_in_the_form(qtbot) -> None:

@@ -24,7 +24,7 @@ from vramdesk.services.catalog import default_catalog
 from vramdesk.services.nvml import DetectedGpu, DetectionResult, GpuProcess
 from vramdesk.services.search import HubAnswer, SearchResult, local_results
 from vramdesk.ui import app as ui_app
-from vramdesk.ui import i18n
+from vramdesk.ui import i18n, qt_i18n
 from vramdesk.ui.browser import SearchResultModel, details_html
 from vramdesk.ui.presenter import DETECTED_PREFIX
 
@@ -414,7 +414,7 @@ def test_locale_names_pick_a_shipped_language(code: str, lang: str) -> None:
 
 def test_window_in_chinese(qtbot, monkeypatch) -> None:
     monkeypatch.setenv("VRAMDESK_LANG", "zh_CN")
-    i18n.set_language(i18n.choose_language())
+    i18n.set_language(qt_i18n.choose_language())
     try:
         w = make_window(qtbot)
         assert w.tabs.tabText(0) == "推理" and w.tabs.tabText(1) == "微调"

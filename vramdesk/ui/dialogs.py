@@ -30,8 +30,9 @@ from PySide6.QtWidgets import (
 
 from . import theme
 from .core_text import localize, localize_name
-from .i18n import LANGUAGES, language, set_language, tr
+from .i18n import LANGUAGES, language, tr
 from .presenter import Slice, unit_bytes, unit_name
+from .qt_i18n import save_language
 
 ENDPOINT_KEY = "hub/endpoint"
 OFFLINE_KEY = "hub/offline"
@@ -129,7 +130,7 @@ class SettingsDialog(QDialog):
 
     def apply(self) -> None:
         s = QSettings()
-        set_language(str(self.language_combo.currentData()), persist=True)
+        save_language(str(self.language_combo.currentData()))
         s.setValue(UNIT_KEY, str(self.unit_combo.currentData()))
         headroom = self.headroom_spin.value()
         if headroom < 0:

@@ -5,17 +5,16 @@ binary build product that needs a Qt tool at build time and cannot be reviewed i
 (``resources/i18n/<lang>.json``: English text -> translation) ships with the other resources, needs
 no tool, and a test checks that every string the UI passes to :func:`tr` has a translation.
 
-The language: the ``VRAMDESK_LANG`` environment variable, else the saved setting (:func:`set_language`
-with ``persist=True``), else the system locale; anything without a table falls back to English.
+The language: the ``VRAMDESK_LANG`` environment variable, else the saved setting, else the system locale;
+anything without a table falls back to English. Nothing here imports Qt (the presenter's texts call :func:`tr`);
+the system locale, the saved setting and Qt's own translators are :mod:`vramdesk.ui.qt_i18n`'s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from vramdesk.services.catalog import resources_dir
 
@@ -24,8 +23,6 @@ LANGUAGES: dict[str, str] = {"en": "English", "zh_CN": "简体中文"}
 SETTING_KEY = "ui/language"
 
 _state: dict[str, str] = {}
-#: the QTranslator of Qt's own strings now installed (standard buttons, context menus), if any
-_qt_translators: list[Any] = []
 
 
 def i18n_dir() -> Path:
@@ -53,61 +50,15 @@ def normalize(code: str | None) -> str:
     return "en"
 
 
-def system_language() -> str:
-    from PySide6.QtCore import QLocale
-
-    return normalize(QLocale.system().name())
-
-
-def saved_language() -> str | None:
-    from PySide6.QtCore import QSettings
-
-    value = QSettings().value(SETTING_KEY)
-    return value if isinstance(value, str) and value in LANGUAGES else None
-
-
-def choose_language() -> str:
-    env = os.environ.get("VRAMDESK_LANG")
-    if env:
-        return normalize(env)
-    return saved_language() or system_language()
-
-
-def set_language(lang: str, *, persist: bool = False) -> str:
+def set_language(lang: str) -> str:
+    """Show the window in ``lang`` from now on (``qt_i18n.save_language`` also keeps it for the next start)."""
     lang = normalize(lang)
     _state["lang"] = lang
-    if persist:
-        from PySide6.QtCore import QSettings
-
-        QSettings().setValue(SETTING_KEY, lang)
     return lang
 
 
 def language() -> str:
     return _state.get("lang", "en")
-
-
-def install_qt_translations(lang: str | None = None) -> bool:
-    """Qt's own strings (OK, Cancel, Close, the text fields' context menus) in ``lang`` (default: the current
-    language), from the ``qtbase_<lang>.qm`` that ships with Qt; English removes them. False when Qt has no such
-    file (a bundle without Qt's translations) or there is no application yet."""
-    from PySide6.QtCore import QCoreApplication, QLibraryInfo, QTranslator
-
-    app = QCoreApplication.instance()
-    if app is None:
-        return False
-    for old in _qt_translators:
-        app.removeTranslator(old)
-    _qt_translators.clear()
-    lang = lang or language()
-    if lang == "en":
-        return True
-    translator = QTranslator(app)
-    if not translator.load(f"qtbase_{lang}", QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)):
-        return False
-    app.installTranslator(translator)
-    _qt_translators.append(translator)
-    return True
 
 
 def tr(text: str) -> str:

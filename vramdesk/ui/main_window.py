@@ -46,7 +46,7 @@ from .advice_view import Advice, apply_label, changes_panel, compute_advice, max
 from .browser import HubSearch, LocalSearch, ModelBrowser
 from .core_text import localize
 from .forms import WorkloadForm
-from .i18n import install_qt_translations, language, set_language, tr
+from .i18n import language, tr
 from .presenter import (
     DETECTED_PREFIX,
     EstimateView,
@@ -57,6 +57,7 @@ from .presenter import (
     scenario_from_form,
     set_unit,
 )
+from .qt_i18n import install_qt_translations, save_language
 from .results_pane import ResultsPane
 from .results_view import error_texts, pending_texts
 from .speed_view import estimate_speed, speed_line
@@ -677,7 +678,7 @@ class MainWindow(WindowActions, QMainWindow):
 
     def _set_language(self, code: str) -> None:
         before = language()
-        set_language(code, persist=True)
+        save_language(code)
         if language() != before:
             self.retranslate()
 

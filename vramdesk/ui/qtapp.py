@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QApplication
 from vramdesk.services.catalog import resources_dir
 
 from . import theme
-from .i18n import choose_language, install_qt_translations, set_language
+from .i18n import set_language
+from .qt_i18n import choose_language, install_qt_translations
 
 FONT_FILE = "DejaVuSans.ttf"
 FONT_POINT_SIZE = 9
