@@ -165,6 +165,22 @@ def test_save_to_library_and_save_again(window: MainWindow) -> None:
     assert second != entry_id and len(window.library.entries()) == 2
 
 
+def test_the_comparison_exports_its_chart_as_png_and_inside_html(qtbot, window: MainWindow, tmp_path: Path) -> None:
+    """The comparison chart is a pyqtgraph view, whose render() has another signature than QWidget's: PNG and HTML
+    export of the comparison raised TypeError until render_image called QWidget's render."""
+    lib = window.library
+    a = lib.save(DEFAULT_SCENARIO, name="bf16")
+    b = lib.save(variant(batch=8), name="batch 8")
+    win: LibraryWindow = window.open_library()
+    qtbot.addWidget(win)
+    win.set_checked([a.id, b.id])
+    win.update_comparison()
+    png = QImage(str(win.export(tmp_path / "cmp.png")))
+    assert not png.isNull() and png.width() > 100 and not_blank(png)
+    html = win.export(tmp_path / "cmp.html").read_text(encoding="utf-8")
+    assert "data:image/png;base64," in html and "batch 8" in html
+
+
 def test_library_window_compares_and_follows_changes(qtbot, window: MainWindow) -> None:
     lib = window.library
     a = lib.save(DEFAULT_SCENARIO, name="bf16")

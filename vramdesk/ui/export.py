@@ -129,7 +129,9 @@ def render_image(widget: QWidget, scale: float = PNG_SCALE) -> QImage:
     try:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-        widget.render(painter, QPoint(0, 0))
+        # QWidget's render, not a subclass's: pyqtgraph's GraphicsView (the comparison chart) overrides render()
+        # with QGraphicsView's scene-rendering signature, which takes no target point
+        QWidget.render(widget, painter, QPoint(0, 0))
     finally:
         painter.end()
     return image
@@ -183,7 +185,9 @@ def export_pdf(widget: QWidget, path: Path, title: str = "vramdesk chart") -> Pa
         page = writer.pageLayout().paintRectPixels(writer.resolution())
         s = min(page.width() / max(1, widget.width()), page.height() / max(1, widget.height()))
         painter.scale(s, s)
-        widget.render(painter, QPoint(0, 0))
+        # QWidget's render, not a subclass's: pyqtgraph's GraphicsView (the comparison chart) overrides render()
+        # with QGraphicsView's scene-rendering signature, which takes no target point
+        QWidget.render(widget, painter, QPoint(0, 0))
     finally:
         painter.end()
     return Path(path)
