@@ -270,25 +270,6 @@ GPT_NEOX = Family(
     mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
 )
 
-#: Falcon: BLOOM-style names; new_decoder_architecture layers have ln_attn and ln_mlp
-FALCON = Family(
-    name="falcon",
-    reader="falcon",
-    model_types=("falcon",),
-    norm="layer",
-    mlp="plain",
-    tied_by_default=True,
-    layers="transformer.h",
-    embed="transformer.word_embeddings",
-    final_norm="transformer.ln_f",
-    layer_norms=("ln_attn", "ln_mlp"),
-    attn="self_attention",
-    qkv_proj="query_key_value",
-    o_proj="dense",
-    mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
-    gguf_arch="falcon",
-)
-
 #: BLOOM: fused query_key_value, plain MLP, tied embeddings
 BLOOM = Family(
     name="bloom",
@@ -304,6 +285,16 @@ BLOOM = Family(
     qkv_proj="query_key_value",
     o_proj="dense",
     mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
+)
+
+#: Falcon: BLOOM's names; new_decoder_architecture layers have ln_attn and ln_mlp; llama-quantize has rules of its own
+FALCON = replace(
+    BLOOM,
+    name="falcon",
+    reader="falcon",
+    model_types=("falcon",),
+    layer_norms=("ln_attn", "ln_mlp"),
+    gguf_arch="falcon",
 )
 
 #: Phi-1 / Phi-2: Llama prefixes, LayerNorm, fc1 / fc2 MLP, output projection called dense
