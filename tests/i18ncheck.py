@@ -148,3 +148,19 @@ CORE_WHITELIST = frozenset(
         "BA",
     ]
 )
+
+
+def without_id(text: str) -> list[str]:
+    """The pieces of a core text that carry no message id (so the window cannot translate them by id): the text
+    itself when it is a plain ``str`` or a :func:`~vramdesk.core.messages.free` text, else the pieces of a
+    :func:`~vramdesk.core.messages.join` and the nested texts of a message, in turn. A plain ``str`` value of a
+    message (a GPU, a model, a number written out) is kept as it is by design and does not count."""
+    from vramdesk.core.messages import Text
+
+    if not isinstance(text, Text):
+        return [text] if text else []
+    if text.parts:
+        return [piece for part in text.parts for piece in without_id(part)]
+    if not text.id:
+        return [str(text)] if text else []
+    return [piece for value in text.args.values() if isinstance(value, Text) for piece in without_id(value)]

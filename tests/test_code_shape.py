@@ -8,12 +8,10 @@ from __future__ import annotations
 import codeshape
 
 #: path -> lines today
-LONG_MODULES: dict[str, int] = {
-}
+LONG_MODULES: dict[str, int] = {}
 
 #: path:function -> lines today
-LONG_FUNCTIONS: dict[str, int] = {
-}
+LONG_FUNCTIONS: dict[str, int] = {}
 
 
 def _over(measured: dict[str, int], limit: int, known: dict[str, int]) -> list[str]:

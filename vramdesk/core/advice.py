@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from .estimate import EstimateError, estimate
 from .facts import ModelFacts
 from .gpu import GpuSpec
+from .messages import MessageText
 from .performance import Efficiency, PerformanceError, performance
 from .scenario import Scenario
 from .solve_gpus import minimize_gpus
@@ -31,14 +32,14 @@ class GpuAdvice(BaseModel):
     #: memory left per GPU (negative: short)
     spare_bytes: int | None
     total_memory_bytes: int | None
-    how: str
+    how: MessageText
     decode_tokens_per_s: float | None = None
     decode_tokens_per_s_total: float | None = None
     prefill_tokens_per_s: float | None = None
     train_tokens_per_s: float | None = None
     step_time_s: float | None = None
     bound: str | None = None
-    note: str = ""
+    note: MessageText = ""
 
 
 def advise(

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .messages import MessageText
+
 
 class ConfigError(ValueError):
     """A config that cannot be estimated; the message names the model type and the field."""
@@ -147,7 +149,7 @@ class Architecture(_Frozen):
     mtp_own_embeddings: bool = False
     vision: VisionSpec | None = None
     quantization_config: dict[str, Any] | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[MessageText, ...] = ()
     #: config fields that decided something, for "where does this come from"
     sources: dict[str, str] = Field(default_factory=dict)
 

@@ -29,6 +29,7 @@ from .engines import Engine, engine
 from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
+from .messages import MessageText
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from .weight_format import WeightFormat
@@ -112,7 +113,7 @@ class Performance(BaseModel):
     dataset_tokens: int | None = None
     epoch_time_s: float | None = None
     #: every rule and number used, in words
-    assumptions: tuple[str, ...] = ()
+    assumptions: tuple[MessageText, ...] = ()
 
 
 class PerformanceError(ValueError):

@@ -24,7 +24,7 @@ class Component(_Frozen):
     bytes: int = Field(ge=0)
     category: Category
     #: formula, the config fields and constants used, in words a user can check
-    explain: str
+    explain: MessageText
 
 
 class Phase(_Frozen):
@@ -47,7 +47,7 @@ class Params(_Frozen):
     checkpoint_total: int
     #: per-part figures: text, vision, mtp, embeddings, duplicate_lm_head, ...
     parts: dict[str, int]
-    notes: tuple[str, ...] = ()
+    notes: tuple[MessageText, ...] = ()
 
 
 class Fit(_Frozen):
@@ -119,10 +119,10 @@ class Estimate(_Frozen):
     #: activations of every GPU of the machine; device_map's spilled layers; llama.cpp's CPU layers)
     host_bytes: int
     engine: EngineInfo
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[MessageText, ...] = ()
     fit: Fit | None = None
     #: constants used, with their sources, so every number can be traced
-    constants: dict[str, str] = Field(default_factory=dict)
+    constants: dict[str, MessageText] = Field(default_factory=dict)
 
     @property
     def gpus_differ(self) -> bool:

@@ -27,6 +27,7 @@ from .engines import engine
 from .estimate import EstimateError, estimate
 from .facts import ModelFacts
 from .gpu import GpuSpec
+from .messages import MessageText
 from .result import Estimate
 from .scenario import MAX_TOKENS, FinetuneWorkload, InferenceWorkload, Scenario
 
@@ -49,7 +50,7 @@ class Probe(_Frozen):
     verdict: Verdict | None
     device_bytes: int | None
     required_bytes: int | None = None
-    error: str | None = None
+    error: MessageText | None = None
 
 
 class SolveResult(_Frozen):
@@ -65,7 +66,7 @@ class SolveResult(_Frozen):
     at_value: Probe | None
     above: Probe | None
     evaluations: int
-    message: str
+    message: MessageText
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -276,7 +277,7 @@ class Change(_Frozen):
     """One candidate edit of a scenario."""
 
     key: str
-    description: str
+    description: MessageText
     #: 0 = none ... 10 = severe; stated per kind in QUALITY_COST
     quality_cost: float
     #: 0 = none ... 10 = severe; stated per kind in SPEED_COST
@@ -289,7 +290,7 @@ class Option(_Frozen):
     device_bytes: int
     cost: float
     scenario: dict[str, Any]
-    summary: str
+    summary: MessageText
     #: expected speed with this change (decode tokens/s per sequence, or training tokens/s); None when the GPU
     #: lacks the figures
     tokens_per_s: float | None = None

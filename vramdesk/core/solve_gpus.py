@@ -14,6 +14,7 @@ from typing import Any
 from .engines import engine
 from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
+from .messages import MessageText
 from .scenario import InferenceWorkload, Scenario
 from .solve import Probe, _accepted, _Frozen, _with_headroom, probe, with_data
 
@@ -31,8 +32,8 @@ class GpuCountResult(_Frozen):
     at_value: Probe | None
     below: Probe | None
     evaluations: int
-    how: str
-    message: str
+    how: MessageText
+    message: MessageText
 
 
 #: GPUs in one machine when a fine-tune outgrows the plan's own: a common 8-GPU server (a plan that already spans

@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 
 from vramdesk.core.messages import Text
 
@@ -243,17 +244,30 @@ def translator(lang: str) -> Translator | None:
 
 @cache
 def message_table(lang: str) -> dict[str, str]:
-    """The translations of the core's message ids (``resources/i18n/<lang>.messages.json``: id -> template with
-    the English template's placeholders and format specs); empty for English or a language without one."""
+    """The translations of the core's message ids: ``resources/i18n/<lang>.messages.json`` and every
+    ``<lang>.messages.<area>.json`` next to it (id -> template with the English template's placeholders and
+    format specs; an id in two files keeps the first file's, in name order); empty for English or a language
+    without one. A file that cannot be read is left out (its texts stay English)."""
     if lang == "en":
         return {}
-    try:
-        data = json.loads((i18n_dir() / f"{lang}.messages.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, str) and v}
+    out: dict[str, str] = {}
+    for path in message_files(lang):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        for k, v in data.items():
+            if not k.startswith("_") and isinstance(v, str) and v:
+                out.setdefault(k, v)
+    return out
+
+
+def message_files(lang: str) -> list[Path]:
+    """The message-id tables of ``lang``, in the order :func:`message_table` reads them."""
+    folder = i18n_dir()
+    return sorted(folder.glob(f"{lang}.messages.json")) + sorted(folder.glob(f"{lang}.messages.*.json"))
 
 
 @lru_cache(maxsize=4096)
@@ -288,4 +302,4 @@ def localize_name(text: str, lang: str | None = None) -> str:
     return text if t is None else t.name(text)
 
 
-__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "message_table", "translator"]
+__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "message_files", "message_table", "translator"]
