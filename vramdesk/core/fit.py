@@ -35,8 +35,8 @@ NEEDS_PER_GPU = Message("fit.needs_per_gpu", "needs {need:.2f} GiB per GPU")
 NOTHING_FREE_ON_GPU = Message("fit.nothing_free.gpu", "no free memory on GPU {index} (the {gpu})")
 NOTHING_FREE = Message("fit.nothing_free", "no free memory on the {gpu}")
 HELD = Message("fit.nothing_free.held", "{message}: other processes hold {used:.2f} GiB")
-#: the processes in parentheses as the services word them (translated by the phrase for the whole parenthesis)
-HELD_BY = Message("fit.nothing_free.held_by", "{message} {processes}")
+#: the biggest holder as the services word it ("process 4242 python3 holds 22.00 GiB", a Text of theirs)
+HELD_BY = Message("fit.nothing_free.held_by", "{message} ({processes})")
 
 
 def basis_text(label: str) -> Text:
@@ -130,5 +130,5 @@ def _nothing_free(gpu: GpuSpec) -> Text:
     if gpu.used_bytes:
         msg = HELD(message=msg, used=gpu.used_bytes / GIB)
     if gpu.held_by:
-        msg = HELD_BY(message=msg, processes=free(f"({gpu.held_by})"))
+        msg = HELD_BY(message=msg, processes=free(gpu.held_by))
     return msg

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .messages import MessageText
+
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -26,8 +28,8 @@ class GpuSpec(BaseModel):
     #: that the fit verdict repeats; all None for catalog GPUs
     device_index: int | None = None
     used_bytes: int | None = None
-    held_by: str | None = None
-    free_note: str | None = None
+    held_by: MessageText | None = None
+    free_note: MessageText | None = None
 
     @property
     def sm_major(self) -> int:
