@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from vramdesk.core.engines import ENGINES, engine
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.messages import free
 from vramdesk.core.options import option, options
 from vramdesk.services.catalog import Catalog
 from vramdesk.services.nvml import DetectionResult
@@ -35,7 +36,7 @@ from vramdesk.services.nvml import DetectionResult
 from .core_text import localize
 from .i18n import tr
 from .option_fields import ChecksField, OptionField, field_for, select
-from .presenter import DETECTED_PREFIX, FormValues, unit_bytes, unit_name
+from .presenter import DETECTED_PREFIX, PARENTHESES, FormValues, unit_bytes, unit_name
 
 #: the form boxes, in the window's order: the option table's group -> the box's title ("" = no box of its own)
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -230,7 +231,7 @@ class WorkloadForm(QWidget):
                 "<b>"
                 + tr("No NVIDIA GPU detected — choose the GPUs to plan for")
                 + "</b>"
-                + (f"<br>{html.escape(localize(f'({result.reason})'))}" if result.reason else "")
+                + (f"<br>{html.escape(localize(PARENTHESES(text=free(result.reason))))}" if result.reason else "")
             )
         else:
             lines = []

@@ -52,6 +52,7 @@ from .presenter import (
     EstimateView,
     Evaluation,
     FormValues,
+    describe_error,
     evaluate_form,
     form_from_scenario,
     scenario_from_form,
@@ -178,7 +179,7 @@ class MainWindow(WindowActions, QMainWindow):
         self.resolve_runner.busy_changed.connect(self._on_resolve_busy)
         self.detect_runner = self._runner("detect")
         self.detect_runner.finished.connect(self._on_detected)
-        self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=str(err))))
+        self.detect_runner.failed.connect(lambda err: self._on_detected(DetectionResult(reason=describe_error(err))))
         self.advice_runner = self._runner("advice")
         self.advice_runner.finished.connect(self._on_advice)
         self.advice_runner.failed.connect(self._on_advice_failed)
@@ -495,7 +496,7 @@ class MainWindow(WindowActions, QMainWindow):
             self._show_speed(ev)
             self.form.set_problem(None)
         else:
-            self._show_error(localize(ev.error or "unknown error"))
+            self._show_error(localize(ev.error) if ev.error else tr("Cannot estimate"))
             self.form.set_problem(localize(ev.error) if ev.error else None)
             self.results.show_speed(None)
         self._request_advice(ev)

@@ -346,6 +346,8 @@ VIEW_TIGHT = Message(
 )
 VIEW_SPARE = Message("view.fit.spare", "needs {need} of {available} {basis}; {spare} to spare")
 VIEW_NO_GPU = Message("view.no_gpu", "needs {need} per GPU; choose a GPU to see whether it fits")
+#: a text in parentheses (full-width ones around Chinese)
+PARENTHESES = Message("view.parentheses", "({text})")
 
 
 def fit_message(fit: Fit) -> str:

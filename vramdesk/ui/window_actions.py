@@ -33,7 +33,7 @@ from vramdesk.storage.scenarios import ScenarioFileError, save_scenario
 from .charts import BreakdownChart
 from .core_text import localize
 from .i18n import LANGUAGES, language, tr
-from .presenter import EstimateView, Evaluation, scenario_from_form
+from .presenter import EstimateView, Evaluation, describe_error, scenario_from_form
 from .window_library import LibraryActions
 
 RECENT_KEY = "ui/recent_models"
@@ -188,7 +188,7 @@ class WindowActions(LibraryActions):
         try:
             entry = read_entry(Path(path))
         except (ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return False
         self._show_opened_file(Path(path), entry)
         return True
@@ -221,7 +221,7 @@ class WindowActions(LibraryActions):
             plan = read_deepspeed(Path(path))
             scenario = apply_deepspeed(base, plan)
         except DeepSpeedConfigError as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return False
         # what the file says about itself (NVMe offload planned as host offload...) stays beside the estimate
         self._notice = "; ".join(f"{Path(path).name}: {note}" for note in plan.notes) or None
@@ -242,7 +242,7 @@ class WindowActions(LibraryActions):
             scenario = scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
             save_scenario(scenario, path)
         except (ValueError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return False
         self.statusBar().showMessage(tr("Saved") + f" {path}", 4000)
         if self.library_entry_id is None:
@@ -294,7 +294,7 @@ class WindowActions(LibraryActions):
             out = self.export_current(fmt, Path(name))
         except (ValueError, OSError) as err:
             QApplication.restoreOverrideCursor()
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return
         QApplication.restoreOverrideCursor()
         self.statusBar().showMessage(tr("Saved") + f" {out}", 4000)
