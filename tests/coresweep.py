@@ -13,6 +13,7 @@ from qwen1config import QWEN7B
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.facts import ModelFacts, model_facts
+from vramdesk.core.messages import error_text
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Optimizer, Scenario
 from vramdesk.core.solve import SolveError, maximize
@@ -220,12 +221,12 @@ def window_texts(s: Scenario) -> list[tuple[str, str]]:
     try:
         out += [("assumption", a) for a in performance(v.estimate, s, facts, gpu).assumptions]
     except PerformanceError as err:
-        out.append(("assumption", str(err)))
+        out.append(("assumption", error_text(err)))
     field = "seq_len" if s.workload.kind == "finetune" else "input_len"
     try:
         out.append(("max", maximize(s, facts, gpu, field).message))
     except (SolveError, ValueError, LookupError) as err:
-        out.append(("max", str(err)))
+        out.append(("max", error_text(err)))
     if v.verdict == "does not fit":
         out += [("change", o.summary) for o in smallest_changes(s, facts, gpu, limit=8).options]
     return out

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from .estimate import EstimateError, estimate
 from .facts import ModelFacts
 from .gpu import GpuSpec
-from .messages import MessageText
+from .messages import MessageText, error_text
 from .performance import Efficiency, PerformanceError, performance
 from .scenario import Scenario
 from .solve_gpus import minimize_gpus
@@ -105,7 +105,7 @@ def advise(
         try:
             perf = performance(est, solved, facts, gpu, efficiency)
         except PerformanceError as err:
-            rows.append(GpuAdvice(**row, note=str(err)))
+            rows.append(GpuAdvice(**row, note=error_text(err)))
             continue
         rows.append(
             GpuAdvice(

@@ -63,8 +63,7 @@ class Text(str):
         # (a MappingProxyType does not pickle: the worker threads' results may be copied)
         return (_rebuild, (str(self), self.id, dict(self.args), self.parts, self.separator))
 
-    def __repr__(self) -> str:
-        return f"Text({str.__repr__(self)}, id={self.id!r})"
+    # (repr stays the plain string's: a model's repr, and what digests of it see, read as before the ids)
 
 
 def _rebuild(value: str, id: str, args: dict[str, object], parts: tuple[str, ...], separator: str) -> Text:
@@ -113,6 +112,13 @@ def free(value: str, table: str = "phrases") -> Text:
     return value if isinstance(value, Text) else Text(value, "", {"table": table})
 
 
+def error_text(err: BaseException) -> str:
+    """An exception's message: its :class:`Text` (``args[0]``, id and values kept) when it has one, else
+    ``str(err)``."""
+    first = err.args[0] if len(err.args) == 1 else None
+    return first if isinstance(first, Text) else str(err)
+
+
 def fields(template: str) -> dict[str, str]:
     """The placeholders of a template and their format specs: ``"{need:.2f} GiB"`` -> ``{"need": ".2f"}``."""
     out: dict[str, str] = {}
@@ -144,4 +150,4 @@ class _MessageSchema:
 MessageText = Annotated[str, _MessageSchema]
 
 
-__all__ = ["MESSAGES", "Message", "MessageText", "Text", "fields", "free", "join", "register", "text"]
+__all__ = ["MESSAGES", "Message", "MessageText", "Text", "error_text", "fields", "free", "join", "register", "text"]

@@ -29,7 +29,7 @@ from .engines import Engine, engine
 from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
-from .messages import MessageText
+from .messages import Message, MessageText, Text, free, join
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from .weight_format import WeightFormat
@@ -39,6 +39,132 @@ Bound = Literal["memory bandwidth", "compute", "communication", "host transfer"]
 
 #: weight formats whose kernels dequantise blocks on the fly (lower achieved bandwidth at batch 1)
 _BLOCK_QUANT_KINDS = frozenset({"gguf", "gptq", "awq", "bnb4", "mxfp4", "nvfp4", "ct-int"})
+
+# ---------------------------------------------------------------------------------------------- texts
+
+NO_BANDWIDTH = Message(
+    "speed.error.no_bandwidth", "the GPU catalog has no memory bandwidth for {gpu}: no speed estimate"
+)
+NO_TRAINING_TFLOPS = Message(
+    "speed.error.no_training_tflops", "the GPU catalog has no 16-bit TFLOPS for {gpu}: no training speed estimate"
+)
+#: the GPU-to-GPU link assumed (:func:`link_for`)
+LINK_NVLINK = Message("speed.link.nvlink", "NVLink {generation} ({gbps:g} GB/s per direction)")
+LINK_NVL_PAIR = Message("speed.link.h100_nvl", "NVLink bridge of an H100 NVL pair ({gbps:g} GB/s per direction)")
+LINK_INFINITY_FABRIC = Message(
+    "speed.link.infinity_fabric", "AMD Infinity Fabric (about {gbps:g} GB/s per direction to peers, assumed)"
+)
+LINK_PCIE = Message("speed.link.pcie", "PCIe {generation} x16 (about {gbps:g} GB/s achieved, no NVLink)")
+LINK_GIVEN = Message("speed.link.given", "{gbps:g} GB/s per direction (given)")
+LINK_NETWORK = Message("speed.link.network", "the network between {machines} machines ({gbps:g} GB/s per GPU assumed)")
+#: the weights' format when the checkpoint's own dtypes are priced
+CHECKPOINT_DTYPES = Message("speed.weights.checkpoint", "the checkpoint's stored dtypes")
+# inference
+LLAMACPP_CPU_LAYERS = Message(
+    "speed.decode.llamacpp_cpu_layers",
+    "llama.cpp keeps {cpu_layers} of {total} layers on the CPU: their share is read from host RAM at {gbps:g} GB/s",
+)
+DEVICE_MAP_CPU = Message(
+    "speed.decode.device_map_cpu",
+    "device_map keeps {gib:.2f} GiB of weights in CPU memory: {percent:.0f} % of the weights cross PCIe at {gbps:g} "
+    "GB/s every step",
+)
+DECODE_READS = Message(
+    "speed.decode.reads",
+    "decode step reads {weights_gb:.2f} GB of weights ({label}; input embedding not read) + KV {kv:,.0f} B/token x "
+    "{context:,} tokens (mean context: input + output/2) x batch {batch} = {kv_gb:.2f} GB",
+)
+DECODE_READS_MOE = Message(
+    "speed.decode.reads.moe",
+    "decode step reads {weights_gb:.2f} GB of weights ({label}; routed top-k share of the experts, input embedding "
+    "not read) + KV {kv:,.0f} B/token x {context:,} tokens (mean context: input + output/2) x batch {batch} = "
+    "{kv_gb:.2f} GB",
+)
+DECODE_STATE = Message("speed.decode.state", "+ recurrent state read and written {gb:.3f} GB")
+BANDWIDTH = Message("speed.bandwidth", "effective bandwidth = {gbps:g} GB/s x {efficiency:g}")
+BANDWIDTH_BLOCK = Message(
+    "speed.bandwidth.block",
+    "effective bandwidth = {gbps:g} GB/s x {efficiency:g} (block-quantised kernels dequantise on the fly)",
+)
+DECODE_TP = Message(
+    "speed.decode.tensor_parallel",
+    "tensor parallel {tp}: 2 all-reduces per layer of batch x hidden x 2 B over {link}, {latency_us:g} us latency "
+    "each: {ms:.2f} ms per step",
+)
+DECODE_LAYER_SPLIT = Message(
+    "speed.decode.layer_split", "{gpus} GPUs split by layers run one after another: no speed-up for one sequence"
+)
+CPU_OVERHEAD = Message(
+    "speed.decode.cpu_overhead", "CPU overhead {us:g} us per layer per step ({engine}, eager launches)"
+)
+PREFILL = Message(
+    "speed.prefill",
+    "prefill: 2 x {params_b:.2f} B matmul parameters x {tokens:,} tokens + causal attention = {tflop:.1f} TFLOP over "
+    "{tflops:g} TFLOPS x MFU {mfu:g} (16-bit tensor cores; weight-only int4/fp8 formats still multiply in 16 bits)",
+)
+NO_PREFILL_TFLOPS = Message(
+    "speed.prefill.no_tflops", "the GPU catalog has no 16-bit TFLOPS for {gpu}: prefill speed not estimated"
+)
+# training
+OPTIMIZER_ON_CPU = Message(
+    "speed.train.optimizer_offload",
+    "optimizer on the CPU: gradients down and parameters up over PCIe at {gbps:g} GB/s, CPU AdamW at {rate:.1e} "
+    "parameters/s",
+)
+PARAMS_ON_CPU = Message(
+    "speed.train.params_offload", "parameters on the CPU: streamed over PCIe {passes} times per micro-step"
+)
+RULE_LORA = Message(
+    "speed.train.rule.lora", "{k:g} x N (LoRA: forward + activation-gradient backward through the frozen base)"
+)
+RULE_LORA_CKPT = Message(
+    "speed.train.rule.lora_checkpointing",
+    "{k:g} x N (LoRA: forward + activation-gradient backward through the frozen base, + the recomputed forward)",
+)
+RULE_FULL = Message("speed.train.rule.full", "{k:g} x N (forward 2 N + backward 4 N)")
+RULE_FULL_CKPT = Message(
+    "speed.train.rule.full_checkpointing", "{k:g} x N (6 N + the recomputed forward with checkpointing)"
+)
+TRAIN_FLOPS = Message(
+    "speed.train.flops",
+    "training FLOPs per token = {rule} with N = {params_b:.2f} B active matmul parameters, + attention x "
+    "{attention:g} = {gflop:.1f} GFLOP",
+)
+TRAIN_COMPUTE = Message("speed.train.compute", "{tflops:g} TFLOPS x MFU {mfu:g}")
+TRAIN_COMPUTE_FP32 = Message(
+    "speed.train.compute.fp32", "{tflops:g} TFLOPS / 2 (fp32 runs on TF32 tensor cores) x MFU {mfu:g}"
+)
+TRAIN_COMPUTE_QLORA = Message(
+    "speed.train.compute.qlora",
+    "{tflops:g} TFLOPS x MFU {mfu:g} x {qlora:g} (QLoRA dequantises the 4-bit base in every matmul)",
+)
+TRAIN_COMPUTE_FP32_QLORA = Message(
+    "speed.train.compute.fp32_qlora",
+    "{tflops:g} TFLOPS / 2 (fp32 runs on TF32 tensor cores) x MFU {mfu:g} x {qlora:g} (QLoRA dequantises the 4-bit "
+    "base in every matmul)",
+)
+PIPELINE = Message(
+    "speed.train.pipeline", "pipeline {pp} stages, 1F1B bubble: x (1 + (pp-1)/grad_accum) = x {bubble:.2f}"
+)
+DATA_PARALLEL = Message(
+    "speed.train.data_parallel",
+    "data parallel {dp}: gradient all-reduce of {gb:.2f} GB per step over {link}, not overlapped with the backward "
+    "(an upper bound)",
+)
+DATA_PARALLEL_SHARDED = Message(
+    "speed.train.data_parallel.sharded",
+    "data parallel {dp}: gradient all-reduce of {gb:.2f} GB per step over {link}, x 1.5 for ZeRO-3 / FSDP parameter "
+    "gathers (3 x Psi traffic instead of 2 x Psi), not overlapped with the backward (an upper bound)",
+)
+TRAIN_TP = Message(
+    "speed.train.tensor_parallel",
+    "tensor parallel {tp}: {all_reduces} all-reduces of micro_batch x seq x hidden x 2 B per micro-step",
+)
+TOKENS_PER_STEP = Message(
+    "speed.train.tokens_per_step",
+    "tokens per optimizer step = micro_batch {micro_batch} x seq_len {seq_len} x grad_accum {grad_accum} x "
+    "data-parallel ranks {dp} = {tokens:,}",
+)
 
 
 class Efficiency(BaseModel):
@@ -117,33 +243,34 @@ class Performance(BaseModel):
 
 
 class PerformanceError(ValueError):
-    """A GPU without the figures a speed estimate needs."""
+    """A GPU without the figures a speed estimate needs; ``args[0]`` is the message's
+    :class:`~vramdesk.core.messages.Text`."""
 
 
 # ---------------------------------------------------------------------------------------------- helpers
 
 
-def link_for(gpu: GpuSpec) -> tuple[float, float, str]:
+def link_for(gpu: GpuSpec) -> tuple[float, float, Text]:
     """(GB/s per direction, collective latency in us, description) of the GPU-to-GPU link assumed."""
     n = gpu.name
     if any(k in n for k in ("B200", "GB200")):
-        return 900.0, 10.0, "NVLink 5 (900 GB/s per direction)"
+        return 900.0, 10.0, LINK_NVLINK(generation=5, gbps=900)
     if any(k in n for k in ("H100 SXM", "H200", "H800", "H20", "GH200")):
-        return 450.0, 10.0, "NVLink 4 (450 GB/s per direction)"
+        return 450.0, 10.0, LINK_NVLINK(generation=4, gbps=450)
     if "H100 NVL" in n:
-        return 300.0, 10.0, "NVLink bridge of an H100 NVL pair (300 GB/s per direction)"
+        return 300.0, 10.0, LINK_NVL_PAIR(gbps=300)
     if "SXM" in n and ("A100" in n or "A800" in n):
-        return 300.0, 10.0, "NVLink 3 (300 GB/s per direction)"
+        return 300.0, 10.0, LINK_NVLINK(generation=3, gbps=300)
     if "V100" in n and "SXM" in n:
-        return 150.0, 10.0, "NVLink 2 (150 GB/s per direction)"
+        return 150.0, 10.0, LINK_NVLINK(generation=2, gbps=150)
     if n.startswith("MI3") or n.startswith("MI2"):
-        return 300.0, 10.0, "AMD Infinity Fabric (about 300 GB/s per direction to peers, assumed)"
+        return 300.0, 10.0, LINK_INFINITY_FABRIC(gbps=300)
     if any(k in n for k in ("RTX 50", "RTX PRO 6000", "H100 PCIe")):
-        return 50.0, 25.0, "PCIe 5.0 x16 (about 50 GB/s achieved, no NVLink)"
-    return 25.0, 25.0, "PCIe 4.0 x16 (about 25 GB/s achieved, no NVLink)"
+        return 50.0, 25.0, LINK_PCIE(generation="5.0", gbps=50)
+    return 25.0, 25.0, LINK_PCIE(generation="4.0", gbps=25)
 
 
-def _text_weights(scenario: Scenario, facts: ModelFacts) -> tuple[WeightBytes, str, bool]:
+def _text_weights(scenario: Scenario, facts: ModelFacts) -> tuple[WeightBytes, Text, bool]:
     """Text-model weight bytes as the estimator prices them; the format label; block-quantised or not."""
     fmt, _ = resolve_format(scenario, facts.arch)
     parts = frozenset({"text"})
@@ -152,8 +279,9 @@ def _text_weights(scenario: Scenario, facts: ModelFacts) -> tuple[WeightBytes, s
         block = any(
             t.stored_dtype and t.stored_dtype.upper().startswith(("Q", "IQ", "TQ", "MXFP4")) for t in facts.checkpoint
         )
-        return wb, "the checkpoint's stored dtypes", block or _is_block(fmt)
-    return facts.weights(fmt, parts), fmt.label, _is_block(fmt)
+        return wb, CHECKPOINT_DTYPES(), block or _is_block(fmt)
+    # the format's label comes from the weight formats (its own Text once it has one)
+    return facts.weights(fmt, parts), free(fmt.label), _is_block(fmt)
 
 
 def _is_block(fmt: WeightFormat) -> bool:
@@ -233,18 +361,18 @@ class _Hw:
     flops: float | None  # effective FLOP/s
     link: float  # bytes/s
     latency: float  # s
-    link_text: str
+    link_text: Text
 
 
 def _hardware(gpu: GpuSpec, eff: Efficiency, bw_eff: float, mfu: float, fp32: bool) -> _Hw:
     if not gpu.bandwidth_gbps:
-        raise PerformanceError(f"the GPU catalog has no memory bandwidth for {gpu.name}: no speed estimate")
+        raise PerformanceError(NO_BANDWIDTH(gpu=gpu.name))
     flops = None
     if gpu.bf16_tflops:
         flops = gpu.bf16_tflops * 1e12 * mfu * (0.5 if fp32 else 1.0)
     link, lat, text = link_for(gpu)
     if eff.link_gbps is not None:
-        link, text = eff.link_gbps, f"{eff.link_gbps:g} GB/s per direction (given)"
+        link, text = eff.link_gbps, LINK_GIVEN(gbps=eff.link_gbps)
     if eff.link_latency_us is not None:
         lat = eff.link_latency_us
     return _Hw(gpu.bandwidth_gbps * 1e9 * bw_eff, flops, link * 1e9, lat * 1e-6, text)
@@ -286,7 +414,7 @@ def _decode_memory_s(
     step_bytes: float,
     w_read: float,
     tp: int,
-    notes: list[str],
+    notes: list[Text],
 ) -> tuple[float, float, float]:
     """Where a decode step's bytes are read from: (the share of the weights on the GPU, seconds reading GPU memory,
     seconds reading host memory), with the note that says so."""
@@ -299,9 +427,11 @@ def _decode_memory_s(
     t_host = step_bytes * (1.0 - gpu_share) / (eff.host_gbps * 1e9)
     if gpu_share < 1.0:
         notes.append(
-            f"llama.cpp keeps {(est.engine.total_layers or 0) - (est.engine.gpu_layers or 0)} of "
-            f"{est.engine.total_layers} "
-            f"layers on the CPU: their share is read from host RAM at {eff.host_gbps:g} GB/s"
+            LLAMACPP_CPU_LAYERS(
+                cpu_layers=(est.engine.total_layers or 0) - (est.engine.gpu_layers or 0),
+                total=est.engine.total_layers,
+                gbps=eff.host_gbps,
+            )
         )
     elif eng.streams_offloaded_weights and est.host_bytes:
         # device_map spilled weights to CPU memory: accelerate copies each offloaded layer to the GPU for every
@@ -310,10 +440,7 @@ def _decode_memory_s(
         gpu_share = 1.0 - off
         t_mem_gpu = (step_bytes - w_read * off) / tp / hw.bw
         t_host = w_read * off / (eff.pcie_gbps * 1e9)
-        notes.append(
-            f"device_map keeps {est.host_bytes / 2**30:.2f} GiB of weights in CPU memory: "
-            f"{100 * off:.0f} % of the weights cross PCIe at {eff.pcie_gbps:g} GB/s every step"
-        )
+        notes.append(DEVICE_MAP_CPU(gib=est.host_bytes / 2**30, percent=100 * off, gbps=eff.pcie_gbps))
     return gpu_share, t_mem_gpu, t_host
 
 
@@ -324,7 +451,7 @@ def _inference(
     wb, label, block = _text_weights(scenario, facts)
     bw_eff = eff.bandwidth if eff.bandwidth is not None else (0.65 if block else 0.8)
     hw = _hardware(gpu, eff, bw_eff, eff.mfu, fp32=False)
-    notes: list[str] = []
+    notes: list[Text] = []
     n_gpu = scenario.hardware.gpu_count
     tp = scenario.parallelism.tp if eng.reads_tp else 1
     batch = work.batch
@@ -337,16 +464,12 @@ def _inference(
     step_bytes = w_read + kv_read + state_rw
     n_mm = matmul_params(facts)
     dec_flops = batch * (2.0 * n_mm + attention_flops_decode(arch, mean_ctx))
-    notes.append(
-        f"decode step reads {w_read / 1e9:.2f} GB of weights ({label}; "
-        + ("routed top-k share of the experts, " if arch.is_moe else "")
-        + f"input embedding not read) + KV {kv_tok:,.0f} B/token x {mean_ctx:,} tokens (mean context: input + "
-        f"output/2) x batch {batch} = {kv_read / 1e9:.2f} GB"
-        + (f" + recurrent state read and written {state_rw / 1e9:.3f} GB" if state_rw else "")
+    reads = (DECODE_READS_MOE if arch.is_moe else DECODE_READS)(
+        weights_gb=w_read / 1e9, label=label, kv=kv_tok, context=mean_ctx, batch=batch, kv_gb=kv_read / 1e9
     )
+    notes.append(join(" ", reads, DECODE_STATE(gb=state_rw / 1e9)) if state_rw else reads)
     notes.append(
-        f"effective bandwidth = {gpu.bandwidth_gbps:g} GB/s x {bw_eff:g}"
-        + (" (block-quantised kernels dequantise on the fly)" if eff.bandwidth is None and block else "")
+        (BANDWIDTH_BLOCK if eff.bandwidth is None and block else BANDWIDTH)(gbps=gpu.bandwidth_gbps, efficiency=bw_eff)
     )
     gpu_share, t_mem_gpu, t_host = _decode_memory_s(est, eng, eff, hw, wb, step_bytes, w_read, tp, notes)
     t_comp = dec_flops / tp / hw.flops if hw.flops else 0.0
@@ -354,19 +477,16 @@ def _inference(
     if tp > 1:
         per = _allreduce_s(tp, batch * arch.hidden * 2, hw)
         comm = 2 * arch.n_layers * per
-        notes.append(
-            f"tensor parallel {tp}: 2 all-reduces per layer of batch x hidden x 2 B over {hw.link_text}, "
-            f"{hw.latency * 1e6:g} us latency each: {comm * 1e3:.2f} ms per step"
-        )
+        notes.append(DECODE_TP(tp=tp, link=hw.link_text, latency_us=hw.latency * 1e6, ms=comm * 1e3))
     elif n_gpu > 1:
         comm = (n_gpu - 1) * (hw.latency + batch * arch.hidden * 2 / hw.link)
-        notes.append(f"{n_gpu} GPUs split by layers run one after another: no speed-up for one sequence")
+        notes.append(DECODE_LAYER_SPLIT(gpus=n_gpu))
     overhead_per_layer = eff.step_overhead_per_layer_s
     if overhead_per_layer is None:
         overhead_per_layer = eng.step_overhead_per_layer_s
     overhead = overhead_per_layer * arch.n_layers
     if overhead:
-        notes.append(f"CPU overhead {overhead_per_layer * 1e6:g} us per layer per step ({work.engine}, eager launches)")
+        notes.append(CPU_OVERHEAD(us=overhead_per_layer * 1e6, engine=work.engine))
     t_mem = t_mem_gpu + t_host
     step = max(t_mem, t_comp) + comm + overhead
     dec_bound: Bound = "compute" if t_comp > t_mem else ("host transfer" if t_host > t_mem_gpu else "memory bandwidth")
@@ -387,14 +507,14 @@ def _inference(
         pre_bound = "compute" if t_pre_comp >= t_pre_mem else "memory bandwidth"
         prefill_tps = input_len * batch / prefill_s
         notes.append(
-            f"prefill: 2 x {n_mm / 1e9:.2f} B matmul parameters x {input_len:,} tokens + causal attention "
-            f"= {prefill_flops / 1e12:.1f} TFLOP over {gpu.bf16_tflops:g} TFLOPS x MFU {eff.mfu:g} "
-            "(16-bit tensor cores; weight-only int4/fp8 formats still multiply in 16 bits)"
+            PREFILL(
+                params_b=n_mm / 1e9, tokens=input_len, tflop=prefill_flops / 1e12, tflops=gpu.bf16_tflops, mfu=eff.mfu
+            )
         )
     else:
         prefill_s = prefill_tps = None
         pre_bound = None
-        notes.append(f"the GPU catalog has no 16-bit TFLOPS for {gpu.name}: prefill speed not estimated")
+        notes.append(NO_PREFILL_TFLOPS(gpu=gpu.name))
     gen = (prefill_s or 0.0) + work.output_len * step
     return Performance(
         gpu=gpu.name,
@@ -432,13 +552,13 @@ def _data_parallel_link(hw: _Hw, eff: Efficiency, machines: int) -> _Hw:
             hw,
             link=min(hw.link, eff.internode_gbps * 1e9),
             latency=max(hw.latency, eff.internode_latency_us * 1e-6),
-            link_text=f"the network between {machines} machines ({eff.internode_gbps:g} GB/s per GPU assumed)",
+            link_text=LINK_NETWORK(machines=machines, gbps=eff.internode_gbps),
         )
     return dp_hw
 
 
 def _offload_s(
-    est: Estimate, work: FinetuneWorkload, par: Parallelism, eff: Efficiency, trainable: int, dp: int, notes: list[str]
+    est: Estimate, work: FinetuneWorkload, par: Parallelism, eff: Efficiency, trainable: int, dp: int, notes: list[Text]
 ) -> float:
     """Seconds per optimizer step that CPU offload adds (the optimizer's PCIe traffic and CPU AdamW, the
     parameters streamed), with the notes that say so."""
@@ -447,15 +567,12 @@ def _offload_s(
     if par.offload in ("optimizer", "params"):
         share = trainable / max(1, dp)
         offload += share * 4 / (eff.pcie_gbps * 1e9) + share / eff.cpu_adam_params_per_s
-        notes.append(
-            f"optimizer on the CPU: gradients down and parameters up over PCIe at {eff.pcie_gbps:g} GB/s, CPU AdamW "
-            f"at {eff.cpu_adam_params_per_s:.1e} parameters/s"
-        )
+        notes.append(OPTIMIZER_ON_CPU(gbps=eff.pcie_gbps, rate=eff.cpu_adam_params_per_s))
     if par.offload == "params":
         w_bytes = sum(c.bytes for c in est.components if c.category == "weights") or 2 * est.params.total
         passes = 3 if ckpt else 2
         offload += passes * work.grad_accum * max(w_bytes, 2 * est.params.total // max(1, dp)) / (eff.pcie_gbps * 1e9)
-        notes.append(f"parameters on the CPU: streamed over PCIe {passes} times per micro-step")
+        notes.append(PARAMS_ON_CPU(passes=passes))
     return offload
 
 
@@ -473,8 +590,8 @@ def _training(
     fp32 = work.precision == "fp32"
     hw = _hardware(gpu, eff, eff.bandwidth or 0.8, eff.train_mfu, fp32=fp32)
     if hw.flops is None:
-        raise PerformanceError(f"the GPU catalog has no 16-bit TFLOPS for {gpu.name}: no training speed estimate")
-    notes: list[str] = []
+        raise PerformanceError(NO_TRAINING_TFLOPS(gpu=gpu.name))
+    notes: list[Text] = []
     machines = scenario.hardware.nodes
     n = scenario.hardware.gpu_count * machines
     tp, pp = par.tp, par.pp
@@ -486,15 +603,11 @@ def _training(
     trainable = est.params.trainable
     if lora:
         k = 6.0 if ckpt else 4.0
-        rule = f"{k:g} x N (LoRA: forward + activation-gradient backward through the frozen base" + (
-            ", + the recomputed forward)" if ckpt else ")"
-        )
+        rule = (RULE_LORA_CKPT if ckpt else RULE_LORA)(k=k)
         flops_tok = k * n_mm + 6.0 * trainable
     else:
         k = 8.0 if ckpt else 6.0
-        rule = f"{k:g} x N (" + (
-            "6 N + the recomputed forward with checkpointing)" if ckpt else "forward 2 N + backward 4 N)"
-        )
+        rule = (RULE_FULL_CKPT if ckpt else RULE_FULL)(k=k)
         flops_tok = k * n_mm
     attn_mult = 4.0 if ckpt else 3.0
     flops_tok += attn_mult * attention_flops_prefill(arch, work.seq_len) / work.seq_len
@@ -503,30 +616,30 @@ def _training(
     tokens_step = tokens_rank * dp
     bubble = 1.0 + (pp - 1) / work.grad_accum if pp > 1 else 1.0
     t_comp = tokens_rank * flops_tok / (tp * pp * hw.flops * speed) * bubble
-    notes.append(
-        f"training FLOPs per token = {rule} with N = {n_mm / 1e9:.2f} B active matmul parameters, + attention x "
-        f"{attn_mult:g} = {flops_tok / 1e9:.1f} GFLOP; {gpu.bf16_tflops:g} TFLOPS"
-        + (" / 2 (fp32 runs on TF32 tensor cores)" if fp32 else "")
-        + f" x MFU {eff.train_mfu:g}"
-        + (f" x {eff.qlora_speed:g} (QLoRA dequantises the 4-bit base in every matmul)" if speed < 1 else "")
+    compute = (
+        (TRAIN_COMPUTE_FP32_QLORA if fp32 else TRAIN_COMPUTE_QLORA)(
+            tflops=gpu.bf16_tflops, mfu=eff.train_mfu, qlora=eff.qlora_speed
+        )
+        if speed < 1
+        else (TRAIN_COMPUTE_FP32 if fp32 else TRAIN_COMPUTE)(tflops=gpu.bf16_tflops, mfu=eff.train_mfu)
     )
+    flops = TRAIN_FLOPS(rule=rule, params_b=n_mm / 1e9, attention=attn_mult, gflop=flops_tok / 1e9)
+    notes.append(join("; ", flops, compute))
     if pp > 1:
-        notes.append(f"pipeline {pp} stages, 1F1B bubble: x (1 + (pp-1)/grad_accum) = x {bubble:.2f}")
+        notes.append(PIPELINE(pp=pp, bubble=bubble))
     comm = 0.0
     grad_bytes = trainable * (4 if (lora or fp32 or work.precision.startswith("amp")) else 2)
     if dp > 1:
         factor = 1.5 if (par.zero == 3 or par.fsdp) else 1.0
         comm += factor * _allreduce_s(dp, grad_bytes / (tp * pp), dp_hw)
         notes.append(
-            f"data parallel {dp}: gradient all-reduce of {grad_bytes / 1e9:.2f} GB per step over {dp_hw.link_text}"
-            + (", x 1.5 for ZeRO-3 / FSDP parameter gathers (3 x Psi traffic instead of 2 x Psi)" if factor > 1 else "")
-            + ", not overlapped with the backward (an upper bound)"
+            (DATA_PARALLEL_SHARDED if factor > 1 else DATA_PARALLEL)(dp=dp, gb=grad_bytes / 1e9, link=dp_hw.link_text)
         )
     if tp > 1:
         per = _allreduce_s(tp, work.micro_batch * work.seq_len * arch.hidden * 2, hw)
         n_ar = (6 if ckpt else 4) * arch.n_layers // pp
         comm += per * n_ar * work.grad_accum
-        notes.append(f"tensor parallel {tp}: {n_ar} all-reduces of micro_batch x seq x hidden x 2 B per micro-step")
+        notes.append(TRAIN_TP(tp=tp, all_reduces=n_ar))
     offload = _offload_s(est, work, par, eff, trainable, dp, notes)
     step = t_comp + comm + offload
     bound: Bound = "compute"
@@ -537,8 +650,9 @@ def _training(
     tps = tokens_step / step
     epoch = dataset_tokens / tps if dataset_tokens else None
     notes.append(
-        f"tokens per optimizer step = micro_batch {work.micro_batch} x seq_len {work.seq_len} x grad_accum "
-        f"{work.grad_accum} x data-parallel ranks {dp} = {tokens_step:,}"
+        TOKENS_PER_STEP(
+            micro_batch=work.micro_batch, seq_len=work.seq_len, grad_accum=work.grad_accum, dp=dp, tokens=tokens_step
+        )
     )
     return Performance(
         gpu=gpu.name,

@@ -27,7 +27,7 @@ from .engines import engine
 from .estimate import EstimateError, estimate
 from .facts import ModelFacts
 from .gpu import GpuSpec
-from .messages import MessageText
+from .messages import Message, MessageText, Text, error_text, free
 from .result import Estimate
 from .scenario import MAX_TOKENS, FinetuneWorkload, InferenceWorkload, Scenario
 
@@ -38,7 +38,56 @@ Verdict = Literal["fits", "tight", "does not fit"]
 
 
 class SolveError(ValueError):
-    """A question that does not apply to the scenario (e.g. --maximize batch for fine-tuning)."""
+    """A question that does not apply to the scenario (e.g. --maximize batch for fine-tuning); ``args[0]`` is the
+    message's :class:`~vramdesk.core.messages.Text`."""
+
+
+# ---------------------------------------------------------------------------------------------- texts
+
+#: a verdict inside a sentence ("(input len 225: tight)"), as its word
+VERDICT_WORDS: dict[str, Text] = {
+    "fits": Message("solve.verdict.fits", "fits")(),
+    "tight": Message("solve.verdict.tight", "tight")(),
+    "does not fit": Message("solve.verdict.does_not_fit", "does not fit")(),
+}
+#: the solvable fields as a sentence names them ("largest input len that fits ...")
+FIELD_NAMES: dict[str, Text] = {
+    "input_len": Message("solve.field.input_len", "input len")(),
+    "batch": Message("solve.field.batch", "batch")(),
+    "seq_len": Message("solve.field.seq_len", "seq len")(),
+    "micro_batch": Message("solve.field.micro_batch", "micro batch")(),
+    "lora_rank": Message("solve.field.lora_rank", "lora rank")(),
+    "n_gpu_layers": Message("solve.field.n_gpu_layers", "n gpu layers")(),
+}
+INFERENCE_ONLY = Message(
+    "solve.error.inference_only", "--maximize {flag} applies to inference (use seq-len / micro-batch)"
+)
+LLAMACPP_ONLY = Message("solve.error.llamacpp_only", "n_gpu_layers applies to the llama.cpp engine")
+FINETUNE_ONLY = Message("solve.error.finetune_only", "--maximize {flag} applies to fine-tuning (--mode finetune)")
+RANK_NEEDS_LORA = Message("solve.error.lora_rank_needs_lora", "--maximize lora-rank needs --method lora or qlora")
+UNKNOWN_FIELD = Message("solve.error.unknown_field", "cannot maximize '{field}' (choose from {choices})")
+NOT_MONOTONE = Message(
+    "solve.error.not_monotone", "{field}: the estimate is not monotone near {value}; no exact boundary"
+)
+EVEN_TIGHT = Message(
+    "solve.even.tight",
+    "even {field} = {value} is only tight on the {gpu} (it runs inside the headroom; allow tight plans to count it)",
+)
+EVEN_ERROR = Message("solve.even.error", "even {field} = {value} does not fit the {gpu} ({error})")
+EVEN_VERDICT = Message("solve.even.verdict", "even {field} = {value} does not fit the {gpu}: {verdict}")
+LARGEST = Message("solve.largest", "largest {name} that fits on {gpus} x {gpu}: {value:,}")
+LARGEST_OR_TIGHT = Message("solve.largest.or_tight", "largest {name} that fits or tight on {gpus} x {gpu}: {value:,}")
+#: the answer and what stopped the search: "largest ...: 4,402 (input len 4,403: tight)"
+LIMITED = Message("solve.largest.limited", "{largest} ({limit})")
+BEYOND = Message("solve.limit.memory", "{name} {value:,}: {verdict}")
+BEYOND_ERROR = Message("solve.limit.error", "{name} {value:,}: {error}")
+CONTEXT_LIMIT = Message("solve.limit.context", "the model's context limit; memory would allow more than {cap:,}")
+SEARCH_LIMIT = Message("solve.limit.search", "search limit {cap:,}")
+
+
+def verdict_word(verdict: str) -> Text:
+    """A verdict ("fits", "tight", "does not fit") as the word a sentence uses."""
+    return VERDICT_WORDS.get(verdict) or free(verdict, table="verdict")
 
 
 class _Frozen(BaseModel):
@@ -116,7 +165,7 @@ def probe(scenario: Scenario, facts: ModelFacts, gpu: GpuSpec) -> tuple[Probe, E
     try:
         est = estimate(scenario, facts, gpu, headroom_fraction=_HEADROOM.get())
     except (EstimateError, FormatError, ValueError) as err:
-        return Probe(value=0, verdict=None, device_bytes=None, error=str(err)), None
+        return Probe(value=0, verdict=None, device_bytes=None, error=error_text(err)), None
     fit = est.fit
     assert fit is not None  # a GPU was given
     return Probe(value=0, verdict=fit.verdict, device_bytes=est.device_bytes, required_bytes=fit.required_bytes), est
@@ -126,13 +175,13 @@ def _setter(scenario: Scenario, field: str) -> tuple[Callable[[int], Scenario], 
     work = scenario.workload
     if field in ("input_len", "batch"):
         if not isinstance(work, InferenceWorkload):
-            raise SolveError(f"--maximize {field.replace('_', '-')} applies to inference (use seq-len / micro-batch)")
+            raise SolveError(INFERENCE_ONLY(flag=field.replace("_", "-")))
         limit = MAX_TOKENS if field == "input_len" else 65536
         current = work.input_len if field == "input_len" else work.batch
         return (lambda v: with_work(scenario, **{field: v})), current, limit
     if field == "n_gpu_layers":
         if not isinstance(work, InferenceWorkload) or not engine(work.engine).offloads_gpu_layers:
-            raise SolveError("n_gpu_layers applies to the llama.cpp engine")
+            raise SolveError(LLAMACPP_ONLY())
 
         def set_ngl(v: int) -> Scenario:
             return with_data(scenario, lambda d: d["workload"].setdefault("llamacpp", {}).update(n_gpu_layers=v))
@@ -140,13 +189,13 @@ def _setter(scenario: Scenario, field: str) -> tuple[Callable[[int], Scenario], 
         return set_ngl, work.llamacpp.n_gpu_layers, 100000
     if field in ("seq_len", "micro_batch", "lora_rank"):
         if not isinstance(work, FinetuneWorkload):
-            raise SolveError(f"--maximize {field.replace('_', '-')} applies to fine-tuning (--mode finetune)")
+            raise SolveError(FINETUNE_ONLY(flag=field.replace("_", "-")))
         if field == "lora_rank" and work.method == "full":
-            raise SolveError("--maximize lora-rank needs --method lora or qlora")
+            raise SolveError(RANK_NEEDS_LORA())
         limit = MAX_TOKENS if field == "seq_len" else 65536
         current = getattr(work, field)
         return (lambda v: with_work(scenario, **{field: v})), int(current), limit
-    raise SolveError(f"cannot maximize '{field}' (choose from {', '.join(FIELDS)})")
+    raise SolveError(UNKNOWN_FIELD(field=field, choices=", ".join(FIELDS)))
 
 
 @_with_headroom
@@ -189,7 +238,7 @@ def maximize(
             try:
                 s = build(v)
             except ValueError as err:
-                cache[v] = Probe(value=v, verdict=None, device_bytes=None, error=str(err))
+                cache[v] = Probe(value=v, verdict=None, device_bytes=None, error=error_text(err))
             else:
                 p, _ = probe(s, facts, gpu)
                 cache[v] = p.model_copy(update={"value": v})
@@ -208,13 +257,7 @@ def maximize(
             at_value=None,
             above=p,
             evaluations=evaluations,
-            message=(
-                f"even {field} = {lo_value} is only tight on the {gpu.name} (it runs inside the headroom; "
-                "allow tight plans to count it)"
-                if p.verdict == "tight"
-                else f"even {field} = {lo_value} does not fit the {gpu.name}"
-                + (f" ({p.error})" if p.error else f": {p.verdict}")
-            ),
+            message=_nothing_fits(field, lo_value, gpu, p),
         )
     # gallop from the smallest value, then bisect [lo accepted, hi rejected)
     lo, hi = lo_value, None
@@ -244,18 +287,14 @@ def maximize(
         ok(lo + 1)
         above = cache[lo + 1]
         if above.verdict in accepted:  # pragma: no cover - non-monotone estimator; report honestly
-            raise SolveError(f"{field}: the estimate is not monotone near {lo}; no exact boundary")
+            raise SolveError(NOT_MONOTONE(field=field, value=lo))
         limited = "memory"
     else:
         limited = "model context" if limited_by_context else "search limit"
-    name = field.replace("_", " ")
-    msg = f"largest {name} that {' or '.join(accepted)} on {scenario.hardware.gpu_count} x {gpu.name}: {lo:,}"
-    if limited == "memory" and above is not None:
-        msg += f" ({name} {lo + 1:,}: {above.verdict or above.error})"
-    elif limited == "model context":
-        msg += f" (the model's context limit; memory would allow more than {cap:,})"
-    elif limited == "search limit":
-        msg += f" (search limit {cap:,})"
+    name = FIELD_NAMES.get(field) or free(field.replace("_", " "))
+    largest = (LARGEST_OR_TIGHT if allow_tight else LARGEST)(
+        name=name, gpus=scenario.hardware.gpu_count, gpu=gpu.name, value=lo
+    )
     return SolveResult(
         field=field,
         value=lo,
@@ -266,8 +305,29 @@ def maximize(
         at_value=at,
         above=above,
         evaluations=evaluations,
-        message=msg,
+        message=LIMITED(largest=largest, limit=_limit(limited, name, lo, cap, above)),
     )
+
+
+def _limit(limited: str, name: Text, value: int, cap: int, above: Probe | None) -> Text:
+    """What stopped the search at ``value``: the next value's verdict (or error), the model's context, the limit."""
+    if limited == "memory" and above is not None:
+        if above.verdict:
+            return BEYOND(name=name, value=value + 1, verdict=verdict_word(above.verdict))
+        error = above.error if above.error is not None else "None"  # (a probe has a verdict or an error)
+        return BEYOND_ERROR(name=name, value=value + 1, error=free(error))
+    if limited == "model context":
+        return CONTEXT_LIMIT(cap=cap)
+    return SEARCH_LIMIT(cap=cap)
+
+
+def _nothing_fits(field: str, value: int, gpu: GpuSpec, p: Probe) -> Text:
+    """Why even the smallest value is not accepted: only tight, an error, or its verdict."""
+    if p.verdict == "tight":
+        return EVEN_TIGHT(field=field, value=value, gpu=gpu.name)
+    if p.error:
+        return EVEN_ERROR(field=field, value=value, gpu=gpu.name, error=free(p.error))
+    return EVEN_VERDICT(field=field, value=value, gpu=gpu.name, verdict=verdict_word(str(p.verdict)))
 
 
 # ---------------------------------------------------------------------------------------------- changes
@@ -300,12 +360,13 @@ class ChangesResult(_Frozen):
     current_verdict: Verdict | None
     options: tuple[Option, ...]
     tried: int
-    rule: str
+    rule: MessageText
 
 
 #: how each kind of change is scored (quality 0-10, speed 0-10); the ranking cost is their sum, and a pair
 #: costs the sum of its parts
-COST_RULE = (
+COST_RULE = Message(
+    "changes.cost_rule",
     "cost = quality + speed, each 0-10: KV fp8/int8/q8_0 quality 1; KV q4_0 quality 3; 8-bit weights quality 1; "
     "5-6 bit GGUF quality 2; 4-bit weights quality 3 (speed +1 for bitsandbytes); activation checkpointing "
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
@@ -313,8 +374,8 @@ COST_RULE = (
     "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; chunked cross-entropy speed 1; "
     "FSDP2 for LoRA 0; ZeRO-2 speed 1, ZeRO-3 or FSDP full shard speed 2; llama.cpp CPU layers speed 2-9 by the "
     "share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x the "
-    "share cut; n more GPUs cost 2 x n (money)"
-)
+    "share cut; n more GPUs cost 2 x n (money)",
+)()
 
 
 __all__ = [

@@ -17,6 +17,7 @@ from .engines import engine
 from .estimate import EstimateError, resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
+from .messages import Message, Text, free, join
 from .performance import PerformanceError, performance
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
@@ -33,6 +34,40 @@ from .solve import (
     with_work,
 )
 from .solve_gpus import GPUS_PER_MACHINE, MAX_MACHINES, minimize_gpus
+
+# the changes, as a list of them names each (``Change.description``; an option's summary joins them with " + ")
+INPUT_LEN = Message("changes.input_len", "input length {current:,} -> {value:,}")
+BATCH = Message("changes.batch", "batch {current} -> {value}")
+GPU_LAYERS = Message("changes.n_gpu_layers", "offload: {value} of {total} layers on the GPU, the rest on the CPU")
+SEQ_LEN = Message("changes.seq_len", "sequence length {current:,} -> {value:,}")
+MICRO_BATCH = Message(
+    "changes.micro_batch", "micro-batch {current} -> {value}, grad_accum {grad_accum} (same tokens per step)"
+)
+WEIGHTS = Message("changes.weights", "weights {name}")
+KV_DTYPE = Message("changes.kv_dtype", "KV cache {name}")
+VLLM_UTILIZATION = Message("changes.vllm.gpu_memory_utilization", "vLLM gpu_memory_utilization {current} -> 0.95")
+VLLM_BATCHED_TOKENS = Message(
+    "changes.vllm.max_num_batched_tokens", "vLLM max_num_batched_tokens 2048 (smaller prefill chunks)"
+)
+VLLM_EAGER = Message("changes.vllm.enforce_eager", "vLLM --enforce-eager (no CUDA graphs)")
+CHECKPOINTING = Message("changes.grad_checkpointing", "activation checkpointing on")
+CHUNKED_LOSS = Message("changes.chunked_loss", "chunked cross-entropy (Liger / torchtune)")
+EXPANDABLE = Message("changes.expandable_segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+FSDP2 = Message("changes.fsdp_version", "FSDP2 (fully_shard) instead of FSDP1")
+ADAMW_8BIT = Message("changes.optimizer.adamw_8bit", "8-bit AdamW")
+TO_LORA = Message("changes.method.lora", "LoRA instead of full fine-tuning")
+TO_QLORA = Message("changes.method.qlora", "QLoRA (4-bit base)")
+OPTIMIZER_OFFLOAD = Message("changes.offload.optimizer", "optimizer on the CPU")
+OPTIMIZER_OFFLOAD_ZERO = Message(
+    "changes.offload.optimizer.zero", "optimizer on the CPU (DeepSpeed ZeRO-{zero} offload)"
+)
+PARAMS_OFFLOAD = Message("changes.offload.params", "parameters on the CPU")
+PARAMS_OFFLOAD_ZERO = Message("changes.offload.params.zero", "parameters on the CPU (DeepSpeed ZeRO-{zero} offload)")
+FSDP_FULL = Message("changes.fsdp_strategy.full", "FSDP full shard (weights sharded too)")
+ZERO2 = Message("changes.zero.2", "ZeRO-{stage} (gradients and optimizer states sharded over the GPUs)")
+ZERO3 = Message("changes.zero.3", "ZeRO-{stage} (weights, gradients and states sharded over the GPUs)")
+#: more GPUs: "2 x H100 SXM (ZeRO-3, tp 1, pp 1)" (``where`` is :func:`~vramdesk.core.gpu.hardware_text`)
+MORE_GPUS = Message("changes.gpus", "{where} ({how})")
 
 
 @dataclass(frozen=True)
@@ -60,14 +95,19 @@ def _solved_change(
                 return None
             share = 1 - v / cur
             ch = Change(
-                key="input_len", description=f"input length {cur:,} -> {v:,}", quality_cost=2 + 6 * share, speed_cost=0
+                key="input_len",
+                description=INPUT_LEN(current=cur, value=v),
+                quality_cost=2 + 6 * share,
+                speed_cost=0,
             )
             return with_work(scenario, input_len=v), ch
         if field == "batch":
             if v >= work.batch:
                 return None
             share = 1 - v / work.batch
-            ch = Change(key="batch", description=f"batch {work.batch} -> {v}", quality_cost=0, speed_cost=1 + 6 * share)
+            ch = Change(
+                key="batch", description=BATCH(current=work.batch, value=v), quality_cost=0, speed_cost=1 + 6 * share
+            )
             return with_work(scenario, batch=v), ch
         total = facts.arch.n_layers + 1
         if v >= total:
@@ -75,7 +115,7 @@ def _solved_change(
         share = 1 - v / total
         ch = Change(
             key="n_gpu_layers",
-            description=f"offload: {v} of {total} layers on the GPU, the rest on the CPU",
+            description=GPU_LAYERS(value=v, total=total),
             quality_cost=0,
             speed_cost=2 + 7 * share,
         )
@@ -87,7 +127,7 @@ def _solved_change(
         share = 1 - v / work.seq_len
         ch = Change(
             key="seq_len",
-            description=f"sequence length {work.seq_len:,} -> {v:,}",
+            description=SEQ_LEN(current=work.seq_len, value=v),
             quality_cost=2 + 6 * share,
             speed_cost=0,
         )
@@ -97,7 +137,7 @@ def _solved_change(
     accum = work.grad_accum * -(-work.micro_batch // v)
     ch = Change(
         key="micro_batch",
-        description=f"micro-batch {work.micro_batch} -> {v}, grad_accum {accum} (same tokens per step)",
+        description=MICRO_BATCH(current=work.micro_batch, value=v, grad_accum=accum),
         quality_cost=0,
         speed_cost=1,
     )
@@ -138,7 +178,7 @@ def _inference_candidates(
         if _bits(scenario, facts, name) < cur_bits * 0.95:
             out.append(
                 _Cand(
-                    Change(key=f"weights={name}", description=f"weights {name}", quality_cost=q, speed_cost=sp),
+                    Change(key=f"weights={name}", description=WEIGHTS(name=name), quality_cost=q, speed_cost=sp),
                     lambda s, n=name: s.model_copy(update={"weights": n}),  # type: ignore[misc]
                 )
             )
@@ -151,7 +191,7 @@ def _inference_candidates(
         if kv_bits(name) < cur_kv_bits:
             out.append(
                 _Cand(
-                    Change(key=f"kv_dtype={name}", description=f"KV cache {name}", quality_cost=q, speed_cost=0.0),
+                    Change(key=f"kv_dtype={name}", description=KV_DTYPE(name=name), quality_cost=q, speed_cost=0.0),
                     lambda s, n=name: with_work(s, kv_dtype=n),  # type: ignore[misc]
                 )
             )
@@ -162,7 +202,7 @@ def _inference_candidates(
                 _Cand(
                     Change(
                         key="gpu_memory_utilization=0.95",
-                        description=f"vLLM gpu_memory_utilization {v.gpu_memory_utilization} -> 0.95",
+                        description=VLLM_UTILIZATION(current=v.gpu_memory_utilization),
                         quality_cost=0,
                         speed_cost=1,
                     ),
@@ -176,7 +216,7 @@ def _inference_candidates(
                 _Cand(
                     Change(
                         key="max_num_batched_tokens=2048",
-                        description="vLLM max_num_batched_tokens 2048 (smaller prefill chunks)",
+                        description=VLLM_BATCHED_TOKENS(),
                         quality_cost=0,
                         speed_cost=1,
                     ),
@@ -190,7 +230,7 @@ def _inference_candidates(
                 _Cand(
                     Change(
                         key="enforce_eager",
-                        description="vLLM --enforce-eager (no CUDA graphs)",
+                        description=VLLM_EAGER(),
                         quality_cost=0,
                         speed_cost=3,
                     ),
@@ -210,9 +250,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
     if not work.grad_checkpointing:
         out.append(
             _Cand(
-                Change(
-                    key="grad_checkpointing", description="activation checkpointing on", quality_cost=0, speed_cost=3
-                ),
+                Change(key="grad_checkpointing", description=CHECKPOINTING(), quality_cost=0, speed_cost=3),
                 lambda s: with_work(s, grad_checkpointing=True),
             )
         )
@@ -223,7 +261,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
             _Cand(
                 Change(
                     key="chunked_loss",
-                    description="chunked cross-entropy (Liger / torchtune)",
+                    description=CHUNKED_LOSS(),
                     quality_cost=0,
                     speed_cost=1,
                 ),
@@ -236,7 +274,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
             _Cand(
                 Change(
                     key="expandable_segments",
-                    description="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+                    description=EXPANDABLE(),
                     quality_cost=0,
                     speed_cost=0,
                 ),
@@ -250,7 +288,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
             _Cand(
                 Change(
                     key="fsdp_version=2",
-                    description="FSDP2 (fully_shard) instead of FSDP1",
+                    description=FSDP2(),
                     quality_cost=0,
                     speed_cost=0,
                 ),
@@ -261,14 +299,14 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
     if work.optimizer in ("adamw", "adamw-fused", "lion", "adafactor"):
         out.append(
             _Cand(
-                Change(key="optimizer=adamw-8bit", description="8-bit AdamW", quality_cost=1, speed_cost=0),
+                Change(key="optimizer=adamw-8bit", description=ADAMW_8BIT(), quality_cost=1, speed_cost=0),
                 lambda s: with_work(s, optimizer="adamw-8bit"),
             )
         )
     if work.method == "full":
         out.append(
             _Cand(
-                Change(key="method=lora", description="LoRA instead of full fine-tuning", quality_cost=3, speed_cost=0),
+                Change(key="method=lora", description=TO_LORA(), quality_cost=3, speed_cost=0),
                 lambda s: with_work(s, method="lora"),
             )
         )
@@ -276,7 +314,7 @@ def _training_candidates(scenario: Scenario, work: FinetuneWorkload, facts: Mode
         q = 5.0 if work.method == "full" else 2.0
         out.append(
             _Cand(
-                Change(key="method=qlora", description="QLoRA (4-bit base)", quality_cost=q, speed_cost=3),
+                Change(key="method=qlora", description=TO_QLORA(), quality_cost=q, speed_cost=3),
                 _qlora,
             )
         )
@@ -299,7 +337,7 @@ def _offload_candidates(scenario: Scenario) -> list[_Cand]:
 
     if par.offload == "none":
         zero = None if (par.zero or par.fsdp) else (1 if par.pp > 1 else 2)
-        what = "optimizer on the CPU" + (f" (DeepSpeed ZeRO-{zero} offload)" if zero else "")
+        what = OPTIMIZER_OFFLOAD_ZERO(zero=zero) if zero else OPTIMIZER_OFFLOAD()
         out.append(
             _Cand(
                 Change(key="offload=optimizer", description=what, quality_cost=0, speed_cost=5),
@@ -308,7 +346,7 @@ def _offload_candidates(scenario: Scenario) -> list[_Cand]:
         )
     if par.offload != "params" and (par.fsdp or par.zero == 3 or par.pp == 1):
         zero = None if (par.fsdp or par.zero == 3) else 3
-        what = "parameters on the CPU" + (" (DeepSpeed ZeRO-3 offload)" if zero else "")
+        what = PARAMS_OFFLOAD_ZERO(zero=zero) if zero else PARAMS_OFFLOAD()
         out.append(
             _Cand(
                 Change(key="offload=params", description=what, quality_cost=0, speed_cost=8),
@@ -332,7 +370,7 @@ def _sharding_candidates(scenario: Scenario) -> list[_Cand]:
                 _Cand(
                     Change(
                         key="fsdp_strategy=full",
-                        description="FSDP full shard (weights sharded too)",
+                        description=FSDP_FULL(),
                         quality_cost=0,
                         speed_cost=2,
                     ),
@@ -342,13 +380,13 @@ def _sharding_candidates(scenario: Scenario) -> list[_Cand]:
         return out
     if par.pp > 1:
         return out
-    for stage, speed, what in ((2, 1.0, "gradients and optimizer states"), (3, 2.0, "weights, gradients and states")):
+    for stage, speed, what in ((2, 1.0, ZERO2), (3, 2.0, ZERO3)):
         if par.zero < stage:
             out.append(
                 _Cand(
                     Change(
                         key=f"zero={stage}",
-                        description=f"ZeRO-{stage} ({what} sharded over the GPUs)",
+                        description=what(stage=stage),
                         quality_cost=0,
                         speed_cost=speed,
                     ),
@@ -414,7 +452,7 @@ class _Trials:
             device_bytes=p.device_bytes,
             cost=round(cost, 2),
             scenario=s.model_dump(mode="json"),
-            summary=" + ".join(c.description for c in changes),
+            summary=join(" + ", *(c.description for c in changes)),
             tokens_per_s=_speed(est, s, facts, gpu),
         )
 
@@ -482,7 +520,7 @@ def _gpu_options(trials: _Trials, cands: list[_Cand], singles_ok: set[str], max_
                 continue
             extra = g.gpus - now
             where = hardware_text(gpu.name, g.gpus // g.machines, g.machines)
-            ch = Change(key=f"gpus={g.gpus}", description=f"{where} ({g.how})", quality_cost=0, speed_cost=0)
+            ch = Change(key=f"gpus={g.gpus}", description=_more_gpus(where, g.how), quality_cost=0, speed_cost=0)
             changes = (ch,) if cand is None else (cand.change, ch)
             solved = Scenario.model_validate(g.scenario)
             _, est_g = probe(solved, facts, gpu)
@@ -493,11 +531,21 @@ def _gpu_options(trials: _Trials, cands: list[_Cand], singles_ok: set[str], max_
                     device_bytes=g.at_value.device_bytes or 0,
                     cost=round(2.0 * extra + sum(c.quality_cost + c.speed_cost for c in changes), 2),
                     scenario=g.scenario,
-                    summary=" + ".join(c.description for c in changes),
+                    summary=join(" + ", *(c.description for c in changes)),
                     tokens_per_s=_speed(est_g, solved, facts, gpu) if est_g is not None else None,
                 )
             )
     return options
+
+
+def _more_gpus(where: str, how: str) -> Text:
+    """More GPUs, "2 x H100 SXM (ZeRO-3, tp 1, pp 1)": the GPUs as :func:`~vramdesk.core.gpu.hardware_text` writes
+    them, and how the work is laid out on them."""
+    if not isinstance(where, Text) and " machines x " in where:
+        # while hardware_text writes "2 machines x 8 x H100 SXM" as a plain string (no message id yet), the window's
+        # phrases read the whole description, which they know; drop this once hardware_text gives a Text
+        return free(f"{where} ({how})")
+    return MORE_GPUS(where=where, how=how)
 
 
 @_with_headroom

@@ -14,9 +14,23 @@ from typing import Any
 from .engines import engine
 from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
-from .messages import MessageText
+from .messages import Message, MessageText, Text, error_text, free
 from .scenario import InferenceWorkload, Scenario
-from .solve import Probe, _accepted, _Frozen, _with_headroom, probe, with_data
+from .solve import Probe, _accepted, _Frozen, _with_headroom, probe, verdict_word, with_data
+
+#: how the work is laid out on the GPUs (``GpuCountResult.how``)
+TENSOR_PARALLEL = Message("gpus.how.tensor_parallel", "tensor parallel over all GPUs")
+LAYERS_SPLIT = Message("gpus.how.layers_split", "layers split across the GPUs")
+FSDP = Message("gpus.how.fsdp", "FSDP, tp {tp}, pp {pp}")
+ZERO = Message("gpus.how.zero", "ZeRO-{zero}, tp {tp}, pp {pp}")
+DATA_PARALLEL = Message("gpus.how.data_parallel", "data parallel, tp {tp}, pp {pp}")
+#: vLLM refuses a tensor-parallel size that does not divide the attention heads
+HEADS_NOT_DIVISIBLE = Message("gpus.heads_not_divisible", "{heads} attention heads % tp {tp} != 0")
+#: the answer: "2 x H100 SXM (ZeRO-3, tp 1, pp 1): fits" (``where`` is :func:`~vramdesk.core.gpu.hardware_text`)
+FOUND = Message("gpus.found", "{where} ({how}): {verdict}")
+FOUND_MACHINES = Message("gpus.found.machines", "{where} = {gpus} GPUs ({how}): {verdict}")
+NONE_FITS = Message("gpus.none", "does not fit on up to {max_gpus} x {gpu}")
+NONE_FITS_WHY = Message("gpus.none.why", "does not fit on up to {max_gpus} x {gpu} ({why})")
 
 
 class GpuCountResult(_Frozen):
@@ -57,7 +71,7 @@ def gpu_counts(scenario: Scenario, max_gpus: int) -> list[tuple[int, int]]:
     return out
 
 
-def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario, str]:
+def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario, Text]:
     """``scenario`` on ``n`` GPUs per machine and ``machines`` machines: vLLM uses tensor parallel n;
     transformers and llama.cpp split layers; fine-tuning keeps its sharding, or adds ZeRO-3 when it has none
     (plain data parallel copies everything)."""
@@ -81,15 +95,15 @@ def gpu_layout(scenario: Scenario, n: int, machines: int = 1) -> tuple[Scenario,
 
     s = with_data(scenario, upd)
     if isinstance(work, InferenceWorkload):
-        how = (
-            "tensor parallel over all GPUs"
-            if engine(work.engine).grows_by_tensor_parallel
-            else "layers split across the GPUs"
-        )
+        how = TENSOR_PARALLEL() if engine(work.engine).grows_by_tensor_parallel else LAYERS_SPLIT()
     else:
         p = s.parallelism
-        how = "FSDP" if p.fsdp else (f"ZeRO-{p.zero}" if p.zero else "data parallel")
-        how += f", tp {p.tp}, pp {p.pp}"
+        if p.fsdp:
+            how = FSDP(tp=p.tp, pp=p.pp)
+        elif p.zero:
+            how = ZERO(zero=p.zero, tp=p.tp, pp=p.pp)
+        else:
+            how = DATA_PARALLEL(tp=p.tp, pp=p.pp)
     return s, how
 
 
@@ -106,18 +120,19 @@ def minimize_gpus(
         n = per * machines
         if isinstance(work, InferenceWorkload) and engine(work.engine).grows_by_tensor_parallel and heads % n:
             # vLLM refuses a tensor-parallel size that does not divide the attention heads
-            prev = Probe(value=n, verdict=None, device_bytes=None, error=f"{heads} attention heads % tp {n} != 0")
+            prev = Probe(value=n, verdict=None, device_bytes=None, error=HEADS_NOT_DIVISIBLE(heads=heads, tp=n))
             continue
         try:
             s, how = gpu_layout(scenario, per, machines)
         except ValueError as err:
-            prev = Probe(value=n, verdict=None, device_bytes=None, error=str(err))
+            prev = Probe(value=n, verdict=None, device_bytes=None, error=error_text(err))
             continue
         evaluations += 1
         p, _ = probe(s, facts, gpu)
         p = p.model_copy(update={"value": n})
         if p.verdict in accepted:
-            where = hardware_text(gpu.name, per, machines) + (f" = {n} GPUs" if machines > 1 else "")
+            where = hardware_text(gpu.name, per, machines)  # (a Text of the GPU module's once it has ids)
+            word = verdict_word(str(p.verdict))
             return GpuCountResult(
                 gpu=gpu.name,
                 gpus=n,
@@ -129,7 +144,11 @@ def minimize_gpus(
                 below=prev,
                 evaluations=evaluations,
                 how=how,
-                message=f"{where} ({how}): {p.verdict}",
+                message=(
+                    FOUND_MACHINES(where=where, gpus=n, how=how, verdict=word)
+                    if machines > 1
+                    else FOUND(where=where, how=how, verdict=word)
+                ),
             )
         prev = p
     return GpuCountResult(
@@ -142,9 +161,16 @@ def minimize_gpus(
         below=prev,
         evaluations=evaluations,
         how="",
-        message=f"does not fit on up to {max_gpus} x {gpu.name}"
-        + (f" ({prev.error or prev.verdict})" if prev is not None else ""),
+        message=_none_fits(max_gpus, gpu, prev),
     )
+
+
+def _none_fits(max_gpus: int, gpu: GpuSpec, prev: Probe | None) -> Text:
+    """No GPU count up to ``max_gpus`` is accepted: with why the last one tried was not."""
+    if prev is None:
+        return NONE_FITS(max_gpus=max_gpus, gpu=gpu.name)
+    why = free(prev.error) if prev.error else verdict_word(str(prev.verdict))
+    return NONE_FITS_WHY(max_gpus=max_gpus, gpu=gpu.name, why=why)
 
 
 __all__ = ["GPUS_PER_MACHINE", "MAX_MACHINES", "GpuCountResult", "gpu_counts", "gpu_layout", "minimize_gpus"]

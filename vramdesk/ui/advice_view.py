@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.messages import error_text
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, Option, SolveError, SolveResult, maximize
 from vramdesk.core.solve_changes import smallest_changes
@@ -75,7 +76,7 @@ def compute_advice(
         if not cancel.is_set():
             tight = maximize(scenario, facts, gpu, length_field, allow_tight=True, headroom_fraction=headroom_fraction)
     except (SolveError, ValueError, LookupError) as err:
-        error = str(err)
+        error = error_text(err)
     changes = None
     if verdict == "does not fit" and not cancel.is_set():
         changes = smallest_changes(scenario, facts, gpu, limit=MAX_CHANGES + 4, headroom_fraction=headroom_fraction)
