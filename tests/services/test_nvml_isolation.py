@@ -26,6 +26,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
 from vramdesk.core.fit import verdict
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
+from vramdesk.core.messages import Text
 from vramdesk.services import nvml as nv
 from vramdesk.services.catalog import default_catalog
 from vramdesk.ui.core_text import localize
@@ -146,7 +147,7 @@ def test_the_frozen_app_answers_the_probe_command_line(capsys) -> None:
     assert nv.probe_command()[1:] == ["-m", "vramdesk.services.nvml", "--probe"]
     assert entry.main(["-m", "vramdesk.services.nvml", "--probe"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"gpus", "reason", "driver_version"}
+    assert set(doc) == {"gpus", "reason", "driver_version", "reason_text"}  # (the reason's message id, if any)
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -193,6 +194,8 @@ def test_a_free_figure_above_the_total_is_not_believed(driver) -> None:
     driver(gpus=FREE_ABOVE_TOTAL)
     (g,) = nv.detect_gpus().gpus
     assert g.free == (24564 - 1300) * MIB and g.reported_free == 50000 * MIB and g.note
+    # the note came from the probe child with its message id (the window translates it by id)
+    assert isinstance(g.note, Text) and g.note.id == "nvml.free_note.reserved"
     spec = nv.to_gpu_spec(g)
     assert spec.free_bytes == g.free and spec.free_note == g.note
     # 23.5 GiB is less than the total but more than total - used - reserved: today's min(total, free) said "tight"

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import MessageText
+from .messages import Message, MessageText, Text, join
 
 
 class ConfigError(ValueError):
@@ -26,6 +26,17 @@ class AttentionKind(StrEnum):
     MLA = "mla"
     LINEAR = "linear"
     NONE = "none"
+
+
+#: "36 full, 12 sliding": one part per attention kind (:attr:`Architecture.attention_summary`)
+_KIND_COUNT = {
+    AttentionKind.FULL: Message("arch.attention.full", "{n} full"),
+    AttentionKind.SLIDING: Message("arch.attention.sliding", "{n} sliding"),
+    AttentionKind.CHUNKED: Message("arch.attention.chunked", "{n} chunked"),
+    AttentionKind.MLA: Message("arch.attention.mla", "{n} mla"),
+    AttentionKind.LINEAR: Message("arch.attention.linear", "{n} linear"),
+    AttentionKind.NONE: Message("arch.attention.none", "{n} none"),
+}
 
 
 class _Frozen(BaseModel):
@@ -165,10 +176,10 @@ class Architecture(_Frozen):
         return sum(1 for layer in self.layers if layer.attention == kind)
 
     @property
-    def attention_summary(self) -> str:
+    def attention_summary(self) -> Text:
         parts = []
         for kind in AttentionKind:
             n = self.count(kind)
             if n:
-                parts.append(f"{n} {kind.value}")
-        return ", ".join(parts)
+                parts.append(_KIND_COUNT[kind](n=n))
+        return join(", ", *parts)

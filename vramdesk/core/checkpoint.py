@@ -27,17 +27,57 @@ from typing import Any
 from . import jsonsafe
 from .architecture import Architecture
 from .inventory import Tensor
+from .messages import Message, text
 
 
 class CheckpointError(ValueError):
     """A header that cannot be read; the message says what is wrong (callers add the file name)."""
 
 
+HEADER_CONTINUES = Message("checkpoint.header_continues", "header continues past byte {needed:,}")
+UNKNOWN_DTYPE = Message("checkpoint.unknown_dtype", "unknown safetensors dtype {dtype!r} (known: {known})")
+FILE_TOO_SHORT = Message("checkpoint.file_too_short", "{size} bytes is too short for a safetensors file")
+HEADER_TOO_LONG = Message(
+    "checkpoint.header_too_long",
+    "header length {length:,} bytes exceeds the {limit:,}-byte limit (not a safetensors file, or corrupt)",
+)
+HEADER_TOO_SHORT = Message(
+    "checkpoint.header_too_short", "header length {length} is too small for a safetensors JSON header"
+)
+TRUNCATED_HEADER = Message(
+    "checkpoint.truncated_header", "truncated: the header claims {length:,} bytes but the file has only {size:,}"
+)
+HEADER_NOT_JSON = Message("checkpoint.header_not_json", "header is not valid JSON ({problem})")
+HEADER_NOT_OBJECT = Message("checkpoint.header_not_object", "header must be a JSON object, not {type}")
+#: what JSON gave instead of an object, by its Python type's name
+JSON_TYPES = {
+    name: text(f"checkpoint.json_type.{name.lower()}", name) for name in ("list", "str", "int", "float", "bool")
+}
+JSON_TYPES["NoneType"] = text("checkpoint.json_type.none", "NoneType")
+ENTRY_NOT_OBJECT = Message("checkpoint.entry_not_object", "tensor {name!r}: entry must be an object")
+ENTRY_DTYPE = Message("checkpoint.entry_dtype", "tensor {name!r}: missing or invalid 'dtype'")
+ENTRY_SHAPE = Message("checkpoint.entry_shape", "tensor {name!r}: 'shape' must be a list of non-negative integers")
+SHAPE_ABSURD = Message(
+    "checkpoint.shape_absurd",
+    "tensor {name!r}: shape {shape} is absurd (at most {dims} dimensions and {elements:,} elements)",
+)
+ENTRY_OFFSETS = Message("checkpoint.entry_offsets", "tensor {name!r}: 'data_offsets' must be [begin, end]")
+OFFSETS_SPAN = Message(
+    "checkpoint.offsets_span",
+    "tensor {name!r}: {dtype} {shape} needs {need:,} bytes but its data_offsets span {span:,}",
+)
+TRUNCATED_TENSOR = Message(
+    "checkpoint.truncated_tensor",
+    "truncated: tensor {name!r} ends at data byte {end:,} but the file holds only {size:,} bytes of data "
+    "(incomplete download?)",
+)
+
+
 class NeedMoreBytesError(CheckpointError):
     """The buffer ends inside the header; ``needed`` bytes from the start are required to go on."""
 
     def __init__(self, needed: int) -> None:
-        super().__init__(f"header continues past byte {needed:,}")
+        super().__init__(HEADER_CONTINUES(needed=needed))
         self.needed = needed
 
 
@@ -82,7 +122,7 @@ def safetensors_bytes(dtype: str, shape: tuple[int, ...]) -> int:
     size = SAFETENSORS_DTYPE_BYTES.get(key)
     if size is None:
         known = ", ".join(sorted(SAFETENSORS_DTYPE_BYTES))
-        raise CheckpointError(f"unknown safetensors dtype {dtype!r} (known: {known})")
+        raise CheckpointError(UNKNOWN_DTYPE(dtype=dtype, known=known))
     return prod(shape) * size
 
 
@@ -97,23 +137,21 @@ def parse_safetensors_header(
     """
     if len(data) < 8:
         if file_size is not None and file_size < 8:
-            raise CheckpointError(f"{file_size} bytes is too short for a safetensors file")
+            raise CheckpointError(FILE_TOO_SHORT(size=file_size))
         raise NeedMoreBytesError(8)
     (n,) = struct.unpack_from("<Q", data, 0)
     if n > max_header:
-        raise CheckpointError(
-            f"header length {n:,} bytes exceeds the {max_header:,}-byte limit (not a safetensors file, or corrupt)"
-        )
+        raise CheckpointError(HEADER_TOO_LONG(length=n, limit=max_header))
     if n < 2:
-        raise CheckpointError(f"header length {n} is too small for a safetensors JSON header")
+        raise CheckpointError(HEADER_TOO_SHORT(length=n))
     if file_size is not None and 8 + n > file_size:
-        raise CheckpointError(f"truncated: the header claims {n:,} bytes but the file has only {file_size:,}")
+        raise CheckpointError(TRUNCATED_HEADER(length=n, size=file_size))
     if len(data) < 8 + n:
         raise NeedMoreBytesError(8 + n)
     try:
         obj = jsonsafe.loads(bytes(data[8 : 8 + n]), source="header")
     except jsonsafe.JsonError as err:  # NaN, deep nesting, non-UTF-8...: named, one line
-        raise CheckpointError(f"header is not valid JSON ({err.problem})") from err
+        raise CheckpointError(HEADER_NOT_JSON(problem=err.problem)) from err
     return safetensors_entries(obj, data_size=None if file_size is None else file_size - 8 - n)
 
 
@@ -122,7 +160,8 @@ def safetensors_entries(
 ) -> tuple[dict[str, tuple[str, tuple[int, ...]]], dict[str, str]]:
     """A decoded safetensors JSON header -> ({name: (dtype, shape)}, metadata), validated."""
     if not isinstance(header, dict):
-        raise CheckpointError(f"header must be a JSON object, not {type(header).__name__}")
+        name = type(header).__name__
+        raise CheckpointError(HEADER_NOT_OBJECT(type=JSON_TYPES.get(name, name)))
     entries: dict[str, tuple[str, tuple[int, ...]]] = {}
     metadata: dict[str, str] = {}
     for name, info in header.items():
@@ -131,19 +170,23 @@ def safetensors_entries(
                 metadata = {str(k): str(v) for k, v in info.items()}
             continue
         if not isinstance(info, dict):
-            raise CheckpointError(f"tensor {name!r}: entry must be an object")
+            raise CheckpointError(ENTRY_NOT_OBJECT(name=name))
         dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         if not isinstance(dtype, str):
-            raise CheckpointError(f"tensor {name!r}: missing or invalid 'dtype'")
+            raise CheckpointError(ENTRY_DTYPE(name=name))
         if not isinstance(shape, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         ):
-            raise CheckpointError(f"tensor {name!r}: 'shape' must be a list of non-negative integers")
+            raise CheckpointError(ENTRY_SHAPE(name=name))
         dims = tuple(int(d) for d in shape)
         if len(dims) > MAX_TENSOR_DIMS or prod(dims) > MAX_TENSOR_ELEMENTS:
             raise CheckpointError(
-                f"tensor {name!r}: shape {list(dims)[: MAX_TENSOR_DIMS + 1]} is absurd (at most {MAX_TENSOR_DIMS} "
-                f"dimensions and {MAX_TENSOR_ELEMENTS:,} elements)"
+                SHAPE_ABSURD(
+                    name=name,
+                    shape=list(dims)[: MAX_TENSOR_DIMS + 1],
+                    dims=MAX_TENSOR_DIMS,
+                    elements=MAX_TENSOR_ELEMENTS,
+                )
             )
         nbytes = safetensors_bytes(dtype, dims)
         if offsets is not None:
@@ -153,17 +196,13 @@ def safetensors_entries(
                 or not all(isinstance(o, int) and o >= 0 for o in offsets)
                 or offsets[1] < offsets[0]
             ):
-                raise CheckpointError(f"tensor {name!r}: 'data_offsets' must be [begin, end]")
+                raise CheckpointError(ENTRY_OFFSETS(name=name))
             if offsets[1] - offsets[0] != nbytes:
                 raise CheckpointError(
-                    f"tensor {name!r}: {dtype} {list(dims)} needs {nbytes:,} bytes but its data_offsets span "
-                    f"{offsets[1] - offsets[0]:,}"
+                    OFFSETS_SPAN(name=name, dtype=dtype, shape=list(dims), need=nbytes, span=offsets[1] - offsets[0])
                 )
             if data_size is not None and offsets[1] > data_size:
-                raise CheckpointError(
-                    f"truncated: tensor {name!r} ends at data byte {offsets[1]:,} but the file holds only "
-                    f"{data_size:,} bytes of data (incomplete download?)"
-                )
+                raise CheckpointError(TRUNCATED_TENSOR(name=name, end=offsets[1], size=data_size))
         entries[str(name)] = (dtype.upper(), dims)
     return entries, metadata
 

@@ -7,6 +7,7 @@ estimate lists the ones it used (``Estimate.constants``) so a user can see and q
 from __future__ import annotations
 
 from .gpu import MIB
+from .messages import text
 
 #: cuBLAS workspace PyTorch allocates through its caching allocator for the first GEMM on a stream (so it
 #: is inside ``max_memory_allocated``). PyTorch's default CUBLAS_WORKSPACE_CONFIG is ``:4096:2:16:8``
@@ -82,21 +83,39 @@ TRAIN_RESERVE_EXPANDABLE_LOSS_HEAD = 0.20
 TRAIN_RESERVE_VARYING = (1.6, 1.2)
 #: NCCL communicator buffers per process (NVIDIA/nccl#964: 0.5-1.6 GiB); 768 MiB used
 NCCL_PER_PROCESS = 768 * MIB
-SOURCES_TRAINING = (
+# where each constant comes from, as the estimate lists them (message ids "config.source.*": constants no config
+# file carries)
+SOURCES_TRAINING = text(
+    "config.source.training_reserve",
     "reserved = allocated + a x loss head + b x one layer's activations (LoRA 0.23 / 0.46, full 0.32 / 1.74), fitted "
-    "to traced training steps replayed through a model of PyTorch's caching allocator"
+    "to traced training steps replayed through a model of PyTorch's caching allocator",
 )
-SOURCES_TRAINING_EXPANDABLE = (
+SOURCES_TRAINING_EXPANDABLE = text(
+    "config.source.training_reserve_expandable",
     "reserved = allocated + 0.20 x loss head with expandable_segments:True, fitted to traced training steps "
-    "replayed through a model of PyTorch's caching allocator"
+    "replayed through a model of PyTorch's caching allocator",
 )
 
-SOURCES = {
-    "cuBLAS workspace": "PyTorch default CUBLAS_WORKSPACE_CONFIG (:4096:2:16:8, sm90+: :4096:8:16:8), "
-    "allocated by the caching allocator",
-    "CUDA context": "0.3-0.8 GiB per process with lazy module loading; 500 MiB used, 760 MiB on sm90+ (measured "
-    "on an H200, torch 2.11 / CUDA 13.0)",
-    "allocator rounding": "CUDACachingAllocator: >=1 MiB requests rounded to 2 MiB; 20 MiB segments",
-    "vLLM non-torch": "vLLM start-up profiling logs (PR 10511): ~1.8 GiB at TP=1 with CUDA graphs",
-    "eager attention": "10.3 B per head x s^2 element, tensor-level trace of transformers (trace-oracle §3)",
+#: (plain ``str`` values to the type checker: the estimate adds its own sentences beside them)
+SOURCES: dict[str, str] = {
+    "cuBLAS workspace": text(
+        "config.source.cublas_workspace",
+        "PyTorch default CUBLAS_WORKSPACE_CONFIG (:4096:2:16:8, sm90+: :4096:8:16:8), allocated by the caching "
+        "allocator",
+    ),
+    "CUDA context": text(
+        "config.source.cuda_context",
+        "0.3-0.8 GiB per process with lazy module loading; 500 MiB used, 760 MiB on sm90+ (measured on an H200, "
+        "torch 2.11 / CUDA 13.0)",
+    ),
+    "allocator rounding": text(
+        "config.source.allocator_rounding", "CUDACachingAllocator: >=1 MiB requests rounded to 2 MiB; 20 MiB segments"
+    ),
+    "vLLM non-torch": text(
+        "config.source.vllm_non_torch", "vLLM start-up profiling logs (PR 10511): ~1.8 GiB at TP=1 with CUDA graphs"
+    ),
+    "eager attention": text(
+        "config.source.eager_attention",
+        "10.3 B per head x s^2 element, tensor-level trace of transformers (trace-oracle §3)",
+    ),
 }

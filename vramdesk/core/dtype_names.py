@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .messages import Message
+
 __all__ = [
     "DTYPE_BYTES",
     "ROLES",
@@ -20,6 +22,12 @@ __all__ = [
 
 class FormatError(ValueError):
     """A dtype, weight format, ggml type or quantization_config the format modules do not know."""
+
+
+DTYPE_NOT_STRING = Message("format.dtype_not_string", "dtype must be a string, got {name!r}")
+UNKNOWN_DTYPE = Message("format.unknown_dtype", "unknown dtype {name!r} (known: {known})")
+NOT_BASE_DTYPE = Message("format.not_base_dtype", "base dtype must be one of fp32, bf16, fp16, got {name!r}")
+UNKNOWN_KV_DTYPE = Message("format.unknown_kv_dtype", "unknown KV-cache dtype {name!r} (known: {known})")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -140,13 +148,13 @@ def normalize_dtype(name: str) -> str:
     Raises :class:`FormatError` for anything else.
     """
     if not isinstance(name, str):
-        raise FormatError(f"dtype must be a string, got {name!r}")
+        raise FormatError(DTYPE_NOT_STRING(name=name))
     key = name.strip().lower()
     if key.startswith("torch."):
         key = key[len("torch.") :]
     if key in _DTYPE_ALIASES:
         return _DTYPE_ALIASES[key]
-    raise FormatError(f"unknown dtype {name!r} (known: {_known(_DTYPE_ALIASES)})")
+    raise FormatError(UNKNOWN_DTYPE(name=name, known=_known(_DTYPE_ALIASES)))
 
 
 _BASE_DTYPES = ("fp32", "bf16", "fp16")
@@ -155,7 +163,7 @@ _BASE_DTYPES = ("fp32", "bf16", "fp16")
 def _base_dtype(name: str) -> str:
     d = normalize_dtype(name)
     if d not in _BASE_DTYPES:
-        raise FormatError(f"base dtype must be one of fp32, bf16, fp16, got {name!r}")
+        raise FormatError(NOT_BASE_DTYPE(name=name))
     return d
 
 
@@ -193,7 +201,7 @@ def kv_bits(name: str) -> float:
         d = ""
     if d in ("fp32", "bf16", "fp16", "int8") or d.startswith("float8_e4m3") or d.startswith("float8_e5m2"):
         return DTYPE_BYTES[d] * 8
-    raise FormatError(f"unknown KV-cache dtype {name!r} (known: {_known(_KV_BITS)})")
+    raise FormatError(UNKNOWN_KV_DTYPE(name=name, known=_known(_KV_BITS)))
 
 
 # --------------------------------------------------------------------------------------------------

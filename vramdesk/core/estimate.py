@@ -9,7 +9,7 @@ from .engines import Context, Engine, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
-from .messages import Text
+from .messages import Message, Text, free, join
 from .quant_config import format_from_quantization_config
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
@@ -23,6 +23,61 @@ class EstimateError(ValueError):
     """A scenario that cannot be estimated, with the reason in words."""
 
 
+TOO_LARGE = Message(
+    "estimate.too_large",
+    "this plan needs {eib:,.3g} EiB on one GPU or machine, above the 1 EiB any estimate may reach: the batch, the "
+    "lengths or the model's sizes are far outside anything real",
+)
+FORMAT_ERROR = Message("estimate.format_error", "{model_type}: {error}")
+KV_AUTO = Message("estimate.kv_dtype.auto", "KV dtype auto -> {dtype}")
+KV_DTYPE = Message("estimate.kv_dtype", "KV dtype {dtype}")
+MTP_NOTE = Message(
+    "estimate.note.mtp",
+    "the checkpoint also stores {params:,} parameters of {layers} MTP layer(s), which plain decoding does not load "
+    "(speculative decoding does)",
+)
+VISION_LOADED = Message("estimate.note.vision.loaded", "vision tower and projector: {params:,} parameters (loaded)")
+VISION_NOT_LOADED = Message(
+    "estimate.note.vision.not_loaded", "vision tower and projector: {params:,} parameters (not loaded by this engine)"
+)
+STORED_DTYPES = Message("estimate.stored_dtypes", "the checkpoint's stored dtypes ({source})")
+STORED_DTYPES_HEADERS = Message("estimate.stored_dtypes.headers", "the checkpoint's stored dtypes (headers)")
+ONE_MACHINE = Message(
+    "estimate.one_machine_engine",
+    "{engine} serves on one machine: tp {tp} x pp {pp} needs {gpus} GPUs, more than its {available}; vLLM spreads "
+    "pipeline stages over machines",
+)
+ACROSS_MACHINES = Message(
+    "estimate.across_machines",
+    "served across machines: tp {tp} x pp {pp} = {gpus} GPUs on {machines} machines of {per}",
+)
+INFERENCE_ONE_MACHINE = Message(
+    "estimate.inference_one_machine",
+    "inference is planned on one machine: its {gpus} GPU(s); the {machines} machines apply to fine-tuning",
+)
+TOO_LONG = Message(
+    "estimate.too_long",
+    "input + output = {tokens:,} tokens exceeds the model's max_position_embeddings ({max_position:,})",
+)
+GGUF_DEQUANTISED = Message(
+    "estimate.gguf_dequantised",
+    "{engine} dequantises GGUF files on load; the weights are priced as the GGUF stores them",
+)
+EMPTY_GPUS = Message(
+    "estimate.empty_gpus", "{gpus} GPUs but only {used} get layers: the others hold nothing of this model"
+)
+NCCL_BUFFERS = Message("estimate.nccl_buffers", "NCCL communicator buffers per process (0.5-1.6 GiB reported)")
+DEQUANTISED_FOR_TRAINING = Message(
+    "estimate.dequantised_for_training",
+    "the checkpoint's weights ({label}) cannot be trained as stored: training loads them dequantised to 16 bits, as "
+    "priced here",
+)
+TRAINING_WORKSPACES = Message(
+    "estimate.training_workspaces",
+    "PyTorch's cuBLAS workspaces of the forward and the backward thread, {mib:.3f} MiB each, inside "
+    "max_memory_allocated",
+)
+
 #: most bytes one GPU (or one machine's host memory) may need in an estimate: 1 EiB. Real plans stay below a few
 #: TiB; past this only inputs at their absurd limits multiply out (65,536 sequences x 16M tokens x a huge model)
 MAX_PLAN_BYTES = 2**60
@@ -32,10 +87,7 @@ def _bounded(est: Estimate) -> Estimate:
     """Refuse an estimate that is arithmetic on absurd inputs rather than an answer (see MAX_PLAN_BYTES)."""
     worst = max([est.host_bytes, est.device_bytes, *(g.device_bytes for g in est.per_gpu)])
     if worst > MAX_PLAN_BYTES:
-        raise EstimateError(
-            f"this plan needs {worst / 2**60:,.3g} EiB on one GPU or machine, above the 1 EiB any estimate may "
-            "reach: the batch, the lengths or the model's sizes are far outside anything real"
-        )
+        raise EstimateError(TOO_LARGE(eib=worst / 2**60))
     return est
 
 
@@ -58,13 +110,13 @@ def resolve_format(scenario: Scenario, arch: Architecture) -> tuple[WeightFormat
             try:
                 return format_from_quantization_config(qc, base_dtype=base if base != "fp32" else "bf16"), False
             except FormatError as err:
-                raise EstimateError(f"{arch.model_type}: {err}") from err
+                raise EstimateError(FORMAT_ERROR(model_type=arch.model_type, error=free(_message(err)))) from err
         return parse_weight_format(base), False
     try:
         compute = base if base in ("bf16", "fp16") else "bf16"
         fmt = parse_weight_format(scenario.weights, base_dtype=compute)
     except FormatError as err:
-        raise EstimateError(str(err)) from err
+        raise EstimateError(_message(err)) from err
     return fmt, fmt.kind in ("bnb4", "int8") and not qc
 
 
@@ -72,7 +124,7 @@ def _compute_bytes(fmt: WeightFormat) -> int:
     return 4 if fmt.kind == "float" and fmt.base_dtype == "fp32" else 2
 
 
-def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple[float, str]:
+def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple[float, Text]:
     name: str = work.kv_dtype
     if name == "auto":
         if (auto := engine(work.engine).auto_kv_dtype) is not None:
@@ -83,30 +135,24 @@ def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple
                 if _compute_bytes(fmt) == 4
                 else (fmt.base_dtype if fmt.base_dtype in ("bf16", "fp16") else "bf16")
             )
-        label = f"KV dtype auto -> {name}"
+        label = KV_AUTO(dtype=name)
     else:
-        label = f"KV dtype {name}"
+        label = KV_DTYPE(dtype=name)
     try:
         return kv_bits(name), label
     except FormatError as err:
-        raise EstimateError(str(err)) from err
+        raise EstimateError(_message(err)) from err
 
 
 def _params(facts: ModelFacts, parts: frozenset[str]) -> Params:
     c = facts.counts
     loaded = c.text + (c.vision if "vision" in parts else 0)
     ckpt = facts.stored_total if facts.stored_total is not None else c.checkpoint
-    notes = list(facts.notes)
+    notes: list[str] = list(facts.notes)
     if c.mtp:
-        notes.append(
-            f"the checkpoint also stores {c.mtp:,} parameters of {facts.arch.mtp_layers} MTP layer(s), "
-            "which plain decoding does not load (speculative decoding does)"
-        )
+        notes.append(MTP_NOTE(params=c.mtp, layers=facts.arch.mtp_layers))
     if c.vision:
-        notes.append(
-            f"vision tower and projector: {c.vision:,} parameters"
-            + (" (loaded)" if "vision" in parts else " (not loaded by this engine)")
-        )
+        notes.append((VISION_LOADED if "vision" in parts else VISION_NOT_LOADED)(params=c.vision))
     emb = next((t.numel for t in facts.tensors if t.role == "embedding" and t.part == "text"), 0)
     parts_out = {
         "text": c.text,
@@ -136,24 +182,28 @@ def estimate(
 
 def _inference_weights(
     scenario: Scenario, facts: ModelFacts, fmt: WeightFormat, parts: frozenset[str]
-) -> tuple[WeightBytes, str, str]:
+) -> tuple[WeightBytes, Text, str, bool]:
     """The weights an inference plan loads (the checkpoint's stored tensors when the weights are "auto" and its
-    headers are known, else the format's rule), with their label and the kind the engine sees."""
-    weights_label = fmt.label
+    headers are known, else the format's rule), with their label, the kind the engine sees and whether they are the
+    checkpoint's stored tensors."""
+    weights_label: Text = free(fmt.label)
     stored_kind = fmt.kind
-    if scenario.weights == "auto" and facts.checkpoint is not None:
+    stored = scenario.weights == "auto" and facts.checkpoint is not None
+    if stored and facts.checkpoint is not None:
         # the checkpoint's own tensors: exact bytes from its headers, not a formula
         key = ("stored", parts)
         wb = facts._cache.get(key) or stored_weight_bytes(facts.checkpoint, parts)
         facts._cache[key] = wb
-        weights_label = f"the checkpoint's stored dtypes ({facts.checkpoint_source or 'headers'})"
+        weights_label = (
+            STORED_DTYPES(source=free(facts.checkpoint_source)) if facts.checkpoint_source else STORED_DTYPES_HEADERS()
+        )
         if any(
             t.stored_dtype and t.stored_dtype.upper().startswith(("Q", "IQ", "TQ", "MXFP4")) for t in facts.checkpoint
         ):
             stored_kind = "gguf"
     else:
         wb = facts.weights(fmt, parts)
-    return wb, weights_label, stored_kind
+    return wb, weights_label, stored_kind, stored
 
 
 def _inference_warnings(
@@ -165,28 +215,30 @@ def _inference_warnings(
     spread = scenario.parallelism.tp * scenario.parallelism.pp
     if spread > scenario.hardware.gpu_count and not eng.serves_across_machines:
         raise EstimateError(
-            f"{work.engine} serves on one machine: tp {scenario.parallelism.tp} x pp {scenario.parallelism.pp} needs "
-            f"{spread} GPUs, more than its {scenario.hardware.gpu_count}; vLLM spreads pipeline stages over machines"
+            ONE_MACHINE(
+                engine=work.engine,
+                tp=scenario.parallelism.tp,
+                pp=scenario.parallelism.pp,
+                gpus=spread,
+                available=scenario.hardware.gpu_count,
+            )
         )
     if scenario.hardware.nodes > 1 and spread > scenario.hardware.gpu_count:
         # vLLM runs tensor parallel inside a machine and pipeline stages across machines (Ray); the scenario
         # allows tp x pp up to every machine's GPUs
+        per = scenario.hardware.gpu_count
         warnings.append(
-            f"served across machines: tp {scenario.parallelism.tp} x pp {scenario.parallelism.pp} = {spread} GPUs "
-            f"on {-(-spread // scenario.hardware.gpu_count)} machines of {scenario.hardware.gpu_count}"
+            ACROSS_MACHINES(
+                tp=scenario.parallelism.tp, pp=scenario.parallelism.pp, gpus=spread, machines=-(-spread // per), per=per
+            )
         )
     elif scenario.hardware.nodes > 1:
-        warnings.append(
-            f"inference is planned on one machine: its {scenario.hardware.gpu_count} GPU(s); the "
-            f"{scenario.hardware.nodes} machines apply to fine-tuning"
-        )
+        warnings.append(INFERENCE_ONE_MACHINE(gpus=scenario.hardware.gpu_count, machines=scenario.hardware.nodes))
     total_len = input_len + work.output_len
     if arch.max_position and total_len > arch.max_position:
-        warnings.append(
-            f"input + output = {total_len:,} tokens exceeds the model's max_position_embeddings ({arch.max_position:,})"
-        )
+        warnings.append(TOO_LONG(tokens=total_len, max_position=arch.max_position))
     if fmt.kind == "gguf" and not eng.runs_gguf:
-        warnings.append(f"{work.engine} dequantises GGUF files on load; the weights are priced as the GGUF stores them")
+        warnings.append(GGUF_DEQUANTISED(engine=work.engine))
     return warnings
 
 
@@ -236,7 +288,7 @@ def _estimate(
     fmt, on_the_fly = resolve_format(scenario, arch)
     # transformers and vLLM load the vision tower of a multimodal checkpoint; llama.cpp keeps it in mmproj
     parts = frozenset({"text", "vision"} if eng.loads_vision else {"text"})
-    wb, weights_label, stored_kind = _inference_weights(scenario, facts, fmt, parts)
+    wb, weights_label, stored_kind, stored = _inference_weights(scenario, facts, fmt, parts)
     kvb, kv_label = _kv(work, fmt, arch)
     input_len = work.input_len or min(arch.max_position or 4096, 4096)
     warnings = _inference_warnings(scenario, work, arch, eng, fmt, input_len)
@@ -256,6 +308,7 @@ def _estimate(
         tp=scenario.parallelism.tp,
         pp=scenario.parallelism.pp,
         weight_kind=stored_kind,
+        weights_stored=stored,
         weight_bits=fmt.bits,
     )
     problem = eng.tp_problem(facts.arch, scenario.parallelism.tp)
@@ -270,7 +323,7 @@ def _estimate(
     device = reserved + extra
     per_gpu = _inference_shares(run, gpu, gpu_count, headroom_fraction, allocated, reserved, extra)
     if gpu_count > len(per_gpu) and eng.may_leave_gpus_empty:
-        warnings.append(f"{gpu_count} GPUs but only {len(per_gpu)} get layers: the others hold nothing of this model")
+        warnings.append(EMPTY_GPUS(gpus=gpu_count, used=len(per_gpu)))
     # the verdict is decided by the busiest GPU
     required = run.fit_required if run.fit_required is not None else max(g.device_bytes for g in per_gpu)
     fit = (
@@ -337,7 +390,7 @@ def _estimate_training(
                 name="NCCL buffers",
                 bytes=K.NCCL_PER_PROCESS,
                 category="overhead",
-                explain="NCCL communicator buffers per process (0.5-1.6 GiB reported)",
+                explain=NCCL_BUFFERS(),
             )
         )
     extra_bytes = sum(c.bytes for c in extras)
@@ -355,9 +408,10 @@ def _estimate_training(
         notes=facts.notes,
     )
     constants = dict(K.SOURCES)
+    fragmentation = K.SOURCES_TRAINING_EXPANDABLE if work.expandable_segments else K.SOURCES_TRAINING
     constants["training fragmentation"] = (
-        K.SOURCES_TRAINING_EXPANDABLE if work.expandable_segments else K.SOURCES_TRAINING
-    ) + (f"; {run.step_segments_text}" if run.step_segments_text else "")
+        join("; ", fragmentation, run.step_segments_text) if run.step_segments_text else fragmentation
+    )
     return Estimate(
         model_id=facts.model_id,
         params=params,
@@ -374,14 +428,7 @@ def _estimate_training(
         host_bytes=run.host_bytes * scenario.hardware.gpu_count,
         engine=EngineInfo(engine="training", kv_bytes_per_token=0.0),
         warnings=(
-            *(
-                [
-                    f"the checkpoint's weights ({dequantised}) cannot be trained as stored: training loads them "
-                    "dequantised to 16 bits, as priced here"
-                ]
-                if dequantised
-                else []
-            ),
+            *([DEQUANTISED_FOR_TRAINING(label=free(dequantised))] if dequantised else []),
             *run.warnings,
         ),
         fit=fit,
@@ -415,8 +462,7 @@ def _cublas_workspaces(gpu: GpuSpec | None) -> Component:
         name="cuBLAS workspace",
         bytes=K.CUBLAS_WORKSPACES_TRAINING * ws_size,
         category="overhead",
-        explain=f"PyTorch's cuBLAS workspaces of the forward and the backward thread, {ws_size / MIB:.3f} MiB "
-        "each, inside max_memory_allocated",
+        explain=TRAINING_WORKSPACES(mib=ws_size / MIB),
     )
 
 

@@ -16,11 +16,18 @@ from .config_readers import normalize
 from .families import family_of
 from .gguf import GgufModelInfo
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
+from .messages import Message
 from .weight_format import WeightFormat
 from .weights import WeightBytes, weight_bytes
 
 #: most parameters a model may have: 100 trillion, 50x the largest published (Kimi K2 and DeepSeek-V3: ~1T)
 MAX_PARAMS = 10**14
+
+TOO_MANY_PARAMS = Message(
+    "config.too_many_parameters",
+    "{model_type}: {params:.3g} parameters is above {most:.0e} (no real model is that large: check the layer, "
+    "width, vocabulary and expert counts)",
+)
 
 
 @dataclass
@@ -84,10 +91,8 @@ def model_facts(
     counts = count_params(tensors)
     if max(counts.checkpoint, stored_total or 0) > MAX_PARAMS:
         # every field can be within its own bound (architecture._CONFIG_BOUNDS) while their product is not
-        raise ConfigError(
-            f"{arch.model_type}: {max(counts.checkpoint, stored_total or 0):.3g} parameters is above "
-            f"{MAX_PARAMS:.0e} (no real model is that large: check the layer, width, vocabulary and expert counts)"
-        )
+        params = max(counts.checkpoint, stored_total or 0)
+        raise ConfigError(TOO_MANY_PARAMS(model_type=arch.model_type, params=params, most=MAX_PARAMS))
     return ModelFacts(
         model_id=model_id or arch.model_type,
         arch=arch,

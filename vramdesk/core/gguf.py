@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .dtype_names import ROLES, FormatError, _known
+from .messages import Message
 
 __all__ = [
     "GGUF_TYPES",
@@ -100,10 +101,21 @@ GGUF_TYPE_IDS: dict[int, str] = {
 }
 
 
+UNKNOWN_TYPE = Message("gguf.unknown_type", "unknown ggml type {name!r} (known: {known})")
+PARTIAL_BLOCKS = Message("gguf.partial_blocks", "{elements} elements is not a whole number of {type} blocks of {block}")
+UNKNOWN_MIX = Message("gguf.unknown_file_type", "unknown GGUF file type {mix!r} (known: {known})")
+ROW_DOES_NOT_FIT = Message(
+    "gguf.row_does_not_fit", "a row of {cols} elements cannot be stored as {type} (block {block})"
+)
+UNKNOWN_ROLE = Message("gguf.unknown_role", "unknown tensor role {role!r} (known: {known})")
+NEEDS_LAYER_INDEX = Message("gguf.needs_layer_index", "GGUF mix {mix}: need the layer index of {tensor!r}")
+NEEDS_LAYER_COUNT = Message("gguf.needs_layer_count", "GGUF mix {mix}: need n_layers for {tensor!r}")
+
+
 def _ggml_type(name: str) -> str:
     key = name.strip().upper()
     if key not in GGUF_TYPES:
-        raise FormatError(f"unknown ggml type {name!r} (known: {_known(GGUF_TYPES)})")
+        raise FormatError(UNKNOWN_TYPE(name=name, known=_known(GGUF_TYPES)))
     return key
 
 
@@ -115,7 +127,7 @@ def gguf_tensor_bytes(ggml_type: str, n_elements: int) -> int:
     t = _ggml_type(ggml_type)
     blk, nbytes = GGUF_TYPES[t]
     if n_elements < 0 or n_elements % blk:
-        raise FormatError(f"{n_elements} elements is not a whole number of {t} blocks of {blk}")
+        raise FormatError(PARTIAL_BLOCKS(elements=n_elements, type=t, block=blk))
     return n_elements // blk * nbytes
 
 
@@ -153,7 +165,7 @@ def _gguf_mix(mix: str) -> str:
         key = key[len("gguf-") :]
     key = _GGUF_MIX_ALIASES.get(key, key)
     if key not in _GGUF_MIXES:
-        raise FormatError(f"unknown GGUF file type {mix!r} (known: {_known(_GGUF_MIXES)})")
+        raise FormatError(UNKNOWN_MIX(mix=mix, known=_known(_GGUF_MIXES)))
     return key
 
 
@@ -263,7 +275,7 @@ def _incompatible_fallback(t: str, n_cols: int) -> str:
     elif t == "Q6_K":
         new = "Q8_0"
     else:
-        raise FormatError(f"a row of {n_cols} elements cannot be stored as {t} (block {GGUF_TYPES[t][0]})")
+        raise FormatError(ROW_DOES_NOT_FIT(cols=n_cols, type=t, block=GGUF_TYPES[t][0]))
     return new if n_cols % GGUF_TYPES[new][0] == 0 else "F16"
 
 
@@ -316,7 +328,7 @@ def gguf_mix_type(
     """
     m = _gguf_mix(mix)
     if role not in ROLES:
-        raise FormatError(f"unknown tensor role {role!r} (known: {_known(ROLES)})")
+        raise FormatError(UNKNOWN_ROLE(role=role, known=_known(ROLES)))
     base = _GGUF_MIXES[m]
     info = model if model is not None else GgufModelInfo()
     if role in _GGUF_FLOAT_ONLY_ROLES:
@@ -348,12 +360,12 @@ class _LayerPosition:
             return self.layer
         found = _LAYER_RE.search(self.tensor_name.lower())
         if found is None:
-            raise FormatError(f"GGUF mix {self.mix}: need the layer index of {self.tensor_name!r}")
+            raise FormatError(NEEDS_LAYER_INDEX(mix=self.mix, tensor=self.tensor_name))
         return int(found.group(1))
 
     def count(self) -> int:
         if self.n_layers is None or self.n_layers <= 0:
-            raise FormatError(f"GGUF mix {self.mix}: need n_layers for {self.tensor_name!r}")
+            raise FormatError(NEEDS_LAYER_COUNT(mix=self.mix, tensor=self.tensor_name))
         return self.n_layers
 
 

@@ -22,6 +22,7 @@ from .architecture import Architecture
 from .checkpoint import MAX_TENSOR_ELEMENTS, CheckpointError, NeedMoreBytesError, classify
 from .gguf import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
 from .inventory import Tensor
+from .messages import Message, Text
 
 # --------------------------------------------------------------------------------------------------
 # GGUF
@@ -89,6 +90,49 @@ MAX_GGUF_ARRAY = 64 * 1024 * 1024
 MAX_GGUF_STRING = 64 * 1024 * 1024
 MAX_GGUF_DIMS = 8
 
+TRUNCATED = Message(
+    "gguf.header.truncated", "truncated: the header continues past the end of the file (byte {end:,} of {total:,})"
+)
+STRING_ABSURD = Message("gguf.header.string_absurd", "{what}: string length {length:,} is absurd")
+#: what the absurd string was (else the metadata key whose value it is)
+WHAT_KEY = Message("gguf.header.what.key", "metadata key #{index}")
+WHAT_TENSOR_NAME = Message("gguf.header.what.tensor_name", "tensor #{index} name")
+NESTED_TOO_DEEP = Message("gguf.header.nested_arrays", "key {key!r}: arrays nested too deep")
+ARRAY_ABSURD = Message("gguf.header.array_absurd", "key {key!r}: array length {length:,} is absurd")
+UNKNOWN_ELEMENT_TYPE = Message("gguf.header.unknown_element_type", "key {key!r}: unknown array element type {type}")
+UNKNOWN_VALUE_TYPE = Message("gguf.header.unknown_value_type", "key {key!r}: unknown value type {type}")
+BAD_MAGIC = Message("gguf.header.bad_magic", "bad magic {magic!r}: not a GGUF file")
+BAD_VERSION = Message("gguf.header.version", "GGUF version {version} is not supported (2 and 3 are)")
+TOO_MANY_KEYS = Message("gguf.header.too_many_keys", "{keys:,} metadata keys is absurd (limit {limit:,})")
+TOO_MANY_TENSORS = Message("gguf.header.too_many_tensors", "{tensors:,} tensors is absurd (limit {limit:,})")
+CANNOT_FIT = Message(
+    "gguf.header.cannot_fit",
+    "{keys:,} keys and {tensors:,} tensors cannot fit in a {size:,}-byte file (corrupt header)",
+)
+DIMS_ABSURD = Message("gguf.header.dims_absurd", "tensor {name!r}: {dims} dimensions is absurd")
+SHAPE_ABSURD = Message(
+    "gguf.header.shape_absurd", "tensor {name!r}: shape {shape} is absurd (over {elements:,} elements)"
+)
+BAD_ALIGNMENT = Message("gguf.header.alignment", "general.alignment {alignment!r} is not a power of two")
+UNKNOWN_TYPE_ID = Message("gguf.header.unknown_type_id", "tensor {name!r}: unknown ggml type id {type_id}")
+TENSOR_ERROR = Message("gguf.header.tensor", "tensor {name!r}: {error}")
+NO_ARCHITECTURE = Message("gguf.header.no_architecture", "no general.architecture key")
+UNSUPPORTED_ARCHITECTURE = Message(
+    "gguf.header.unsupported_architecture", "GGUF architecture {arch!r} is not supported yet (supported: {supported})"
+)
+KEY_NOT_POSITIVE = Message(
+    "gguf.header.key_not_positive", "{arch}: metadata key '{key}' is missing or not a positive integer"
+)
+KEY_MISSING = Message("gguf.header.key_missing", "{arch}: metadata key '{key}' is missing")
+NO_VOCABULARY = Message(
+    "gguf.header.no_vocabulary", "{arch}: cannot tell the vocabulary size (no token_embd.weight, no tokenizer tokens)"
+)
+
+
+def _what(what: str | Message, index: int) -> str:
+    """What a string is, for an error: a metadata key's name, or :data:`WHAT_KEY` / :data:`WHAT_TENSOR_NAME`."""
+    return what(index=index) if isinstance(what, Message) else what
+
 
 class _Reader:
     __slots__ = ("buf", "limit", "off", "total")
@@ -103,9 +147,7 @@ class _Reader:
         end = self.off + n
         if end > self.limit:
             if self.total is not None and end > self.total:
-                raise CheckpointError(
-                    f"truncated: the header continues past the end of the file (byte {end:,} of {self.total:,})"
-                )
+                raise CheckpointError(TRUNCATED(end=end, total=self.total))
             raise NeedMoreBytesError(end)
 
     def scalar(self, t: int) -> Any:
@@ -121,10 +163,10 @@ class _Reader:
     def u64(self) -> int:
         return int(self.scalar(10))
 
-    def string(self, what: str) -> str:
+    def string(self, what: str | Message, index: int = 0) -> str:
         n = self.u64()
         if n > MAX_GGUF_STRING:
-            raise CheckpointError(f"{what}: string length {n:,} is absurd")
+            raise CheckpointError(STRING_ABSURD(what=_what(what, index), length=n))
         self.need(n)
         s = bytes(self.buf[self.off : self.off + n]).decode("utf-8", "replace")
         self.off += n
@@ -133,7 +175,7 @@ class _Reader:
     def skip_string(self, what: str) -> None:
         n = self.u64()
         if n > MAX_GGUF_STRING:
-            raise CheckpointError(f"{what}: string length {n:,} is absurd")
+            raise CheckpointError(STRING_ABSURD(what=what, length=n))
         self.need(n)
         self.off += n
 
@@ -147,7 +189,7 @@ class _Reader:
                 self.need(8)
             (length,) = unpack(buf, off)
             if length > MAX_GGUF_STRING:
-                raise CheckpointError(f"{what}: string length {length:,} is absurd")
+                raise CheckpointError(STRING_ABSURD(what=what, length=length))
             off += 8 + length
         if off > limit:
             need = off - self.off
@@ -161,12 +203,12 @@ class _Reader:
             return self.string(key)
         if t == 9:
             if depth > 4:
-                raise CheckpointError(f"key {key!r}: arrays nested too deep")
+                raise CheckpointError(NESTED_TOO_DEEP(key=key))
             et, n = self.u32(), self.u64()
             if n > MAX_GGUF_ARRAY or (self.total is not None and n > self.total):
-                raise CheckpointError(f"key {key!r}: array length {n:,} is absurd")
+                raise CheckpointError(ARRAY_ABSURD(key=key, length=n))
             if et not in _GGUF_SCALAR and et not in (8, 9):
-                raise CheckpointError(f"key {key!r}: unknown array element type {et}")
+                raise CheckpointError(UNKNOWN_ELEMENT_TYPE(key=key, type=et))
             if n <= keep:
                 return [self.value(et, key, keep, depth + 1) for _ in range(n)]
             if et in _GGUF_SCALAR:
@@ -179,7 +221,7 @@ class _Reader:
                 for _ in range(n):
                     self.value(et, key, 0, depth + 1)
             return GgufArray(et, n)
-        raise CheckpointError(f"key {key!r}: unknown value type {t}")
+        raise CheckpointError(UNKNOWN_VALUE_TYPE(key=key, type=t))
 
 
 def parse_gguf_header(
@@ -194,41 +236,37 @@ def parse_gguf_header(
     r = _Reader(buf, total_size)
     r.need(4)
     if bytes(buf[:4]) != b"GGUF":
-        raise CheckpointError(f"bad magic {bytes(buf[:4])!r}: not a GGUF file")
+        raise CheckpointError(BAD_MAGIC(magic=bytes(buf[:4])))
     r.off = 4
     version = r.u32()
     if version not in (2, 3):
-        raise CheckpointError(f"GGUF version {version} is not supported (2 and 3 are)")
+        raise CheckpointError(BAD_VERSION(version=version))
     n_tensors, n_kv = r.u64(), r.u64()
     if n_kv > MAX_GGUF_KV:
-        raise CheckpointError(f"{n_kv:,} metadata keys is absurd (limit {MAX_GGUF_KV:,})")
+        raise CheckpointError(TOO_MANY_KEYS(keys=n_kv, limit=MAX_GGUF_KV))
     if n_tensors > MAX_GGUF_TENSORS:
-        raise CheckpointError(f"{n_tensors:,} tensors is absurd (limit {MAX_GGUF_TENSORS:,})")
+        raise CheckpointError(TOO_MANY_TENSORS(tensors=n_tensors, limit=MAX_GGUF_TENSORS))
     if total_size is not None and 24 + 12 * n_kv + 32 * n_tensors > total_size:
-        raise CheckpointError(
-            f"{n_kv:,} keys and {n_tensors:,} tensors cannot fit in a {total_size:,}-byte file (corrupt header)"
-        )
+        raise CheckpointError(CANNOT_FIT(keys=n_kv, tensors=n_tensors, size=total_size))
     kv: dict[str, Any] = {}
     for i in range(n_kv):
-        key = r.string(f"metadata key #{i}")
+        key = r.string(WHAT_KEY, i)
         kv[key] = r.value(r.u32(), key, keep_array)
     tensors = []
     for i in range(n_tensors):
-        name = r.string(f"tensor #{i} name")
+        name = r.string(WHAT_TENSOR_NAME, i)
         n_dims = r.u32()
         if n_dims > MAX_GGUF_DIMS:
-            raise CheckpointError(f"tensor {name!r}: {n_dims} dimensions is absurd")
+            raise CheckpointError(DIMS_ABSURD(name=name, dims=n_dims))
         dims = tuple(r.u64() for _ in range(n_dims))
         if prod(dims) > MAX_TENSOR_ELEMENTS:
-            raise CheckpointError(
-                f"tensor {name!r}: shape {list(dims)} is absurd (over {MAX_TENSOR_ELEMENTS:,} elements)"
-            )
+            raise CheckpointError(SHAPE_ABSURD(name=name, shape=list(dims), elements=MAX_TENSOR_ELEMENTS))
         ttype = r.u32()
         offset = r.u64()
         tensors.append(GgufTensorInfo(name, ttype, dims, offset))
     align = kv.get("general.alignment", 32)
     if not isinstance(align, int) or align <= 0 or align & (align - 1):
-        raise CheckpointError(f"general.alignment {align!r} is not a power of two")
+        raise CheckpointError(BAD_ALIGNMENT(alignment=align))
     return GgufHeader(version=version, kv=kv, tensors=tuple(tensors), header_end=r.off, alignment=align)
 
 
@@ -237,7 +275,7 @@ def _gguf_type_name(type_id: int | str, name: str) -> str:
         return type_id.upper()
     t = GGUF_TYPE_IDS.get(type_id)
     if t is None:
-        raise CheckpointError(f"tensor {name!r}: unknown ggml type id {type_id}")
+        raise CheckpointError(UNKNOWN_TYPE_ID(name=name, type_id=type_id))
     return t
 
 
@@ -246,7 +284,7 @@ def gguf_entry_bytes(type_id: int | str, ggml_shape: tuple[int, ...], name: str 
     try:
         return gguf_tensor_bytes(t, prod(ggml_shape))
     except FormatError as err:
-        raise CheckpointError(f"tensor {name!r}: {err}") from err
+        raise CheckpointError(TENSOR_ERROR(name=name, error=_reason(err))) from err
 
 
 def tensors_from_gguf(
@@ -312,12 +350,10 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
     """
     arch = header.architecture
     if not arch:
-        raise CheckpointError("no general.architecture key")
+        raise CheckpointError(NO_ARCHITECTURE())
     model_type = GGUF_ARCHS.get(arch)
     if model_type is None:
-        raise CheckpointError(
-            f"GGUF architecture {arch!r} is not supported yet (supported: {', '.join(sorted(GGUF_ARCHS))})"
-        )
+        raise CheckpointError(UNSUPPORTED_ARCHITECTURE(arch=arch, supported=", ".join(sorted(GGUF_ARCHS))))
     kv = header.kv
 
     def get(key: str, default: Any = None) -> Any:
@@ -326,7 +362,7 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
     def need(key: str) -> int:
         v = get(key)
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise CheckpointError(f"{arch}: metadata key '{arch}.{key}' is missing or not a positive integer")
+            raise CheckpointError(KEY_NOT_POSITIVE(arch=arch, key=f"{arch}.{key}"))
         return v
 
     names = {t.name for t in header.tensors}
@@ -341,7 +377,7 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
             tokens = kv.get("tokenizer.ggml.tokens")
             vocab = tokens.length if isinstance(tokens, GgufArray) else len(tokens) if isinstance(tokens, list) else 0
     if not vocab:
-        raise CheckpointError(f"{arch}: cannot tell the vocabulary size (no token_embd.weight, no tokenizer tokens)")
+        raise CheckpointError(NO_VOCABULARY(arch=arch))
     cfg: dict[str, Any] = {
         "model_type": model_type,
         "architectures": [f"{arch} (from GGUF)"],
@@ -381,7 +417,7 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
             cfg["shared_expert_intermediate_size"] = shared
         cfg.setdefault("intermediate_size", cfg["moe_intermediate_size"])
     if "intermediate_size" not in cfg:
-        raise CheckpointError(f"{arch}: metadata key '{arch}.feed_forward_length' is missing")
+        raise CheckpointError(KEY_MISSING(arch=arch, key=f"{arch}.feed_forward_length"))
     cfg["attention_bias"] = "blk.0.attn_q.bias" in names or "blk.0.attn_qkv.bias" in names
     if model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         cfg["use_sliding_window"] = False
@@ -392,6 +428,11 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
         cfg["sliding_window_pattern"] = 6
         cfg["query_pre_attn_scalar"] = cfg.get("head_dim", hidden // n_heads)
     return cfg
+
+
+def _reason(err: BaseException) -> str:
+    """What an error says: its :class:`~vramdesk.core.messages.Text` (kept for the window), else its English."""
+    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], Text) else str(err)
 
 
 __all__ = [

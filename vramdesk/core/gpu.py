@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import MessageText
+from .messages import Message, MessageText, Text
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -41,7 +41,14 @@ class GpuSpec(BaseModel):
             return 0
 
 
+#: the GPUs a plan runs on (:func:`hardware_text`)
+HARDWARE_ONE = Message("gpu.hardware.one", "{gpu}")
+HARDWARE_SEVERAL = Message("gpu.hardware.several", "{count} x {gpu}")
+HARDWARE_MACHINES = Message("gpu.hardware.machines", "{machines} machines x {gpus}")
+
+
 def hardware_text(gpu: str, gpus_per_machine: int, machines: int = 1) -> str:
-    """The GPUs a plan runs on: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM"."""
-    gpus = f"{gpus_per_machine} x {gpu}" if gpus_per_machine > 1 else gpu
-    return f"{machines} machines x {gpus}" if machines > 1 else gpus
+    """The GPUs a plan runs on: "H100 SXM", "8 x H100 SXM", or "16 machines x 8 x H100 SXM" (a
+    :class:`~vramdesk.core.messages.Text`, so that a sentence it goes into keeps its id)."""
+    gpus: Text = HARDWARE_SEVERAL(count=gpus_per_machine, gpu=gpu) if gpus_per_machine > 1 else HARDWARE_ONE(gpu=gpu)
+    return HARDWARE_MACHINES(machines=machines, gpus=gpus) if machines > 1 else gpus

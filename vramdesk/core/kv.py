@@ -24,6 +24,14 @@ from dataclasses import dataclass
 
 from .architecture import Architecture, LayerSpec
 from .kv_layers import KvOptions, KvRule, kv_layer
+from .messages import Message, Text, join
+
+NO_ATTENTION = Message("kv.no_attention_layers", "no attention layers")
+BITS = Message("kv.bits_per_element", "{bits:g} bits per element")
+SEQUENCES = Message("kv.sequences", "{seqs} sequence(s) x {tokens} tokens ({engine} rule)")
+LINEAR_STATE = Message(
+    "kv.linear_state", "plus {layers} linear-attention layers' constant state: {bytes} B per sequence"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +47,7 @@ class KvPlan:
     #: bytes per token of the layers that grow with the context (what an extra token costs)
     bytes_per_token_growing: float
     state_bytes_per_sequence: int
-    explain: str
+    explain: Text
 
 
 def tokens_kept(
@@ -122,18 +130,16 @@ def _explain(
     seqs: int,
     kv_bits: float,
     state_seq: int,
-) -> str:
+) -> Text:
     groups: dict[tuple[str, int, int, int | None], list[LayerSpec]] = {}
     for layer in layers:
         el = kv_layer(layer).elements_per_token(engine)
         if el:
             groups.setdefault((layer.attention.value, el, layer.n_kv_heads, layer.window), []).append(layer)
-    parts = [kv_layer(members[0]).describe(len(members), engine) for members in groups.values()]
-    text = (
-        f"{'; '.join(parts) or 'no attention layers'}; {kv_bits:g} bits per element; "
-        f"{seqs} sequence(s) x {tokens} tokens ({engine.name} rule)"
-    )
+    parts: list[Text] = [kv_layer(members[0]).describe(len(members), engine) for members in groups.values()]
+    parts = parts or [NO_ATTENTION()]
+    parts += [BITS(bits=kv_bits), SEQUENCES(seqs=seqs, tokens=tokens, engine=engine.name)]
     if state_seq:
         nlin = sum(1 for x in layers if x.linear is not None)
-        text += f"; plus {nlin} linear-attention layers' constant state: {state_seq} B per sequence"
-    return text
+        parts.append(LINEAR_STATE(layers=nlin, bytes=state_seq))
+    return join("; ", *parts)

@@ -14,6 +14,19 @@ from math import ceil
 from typing import Protocol
 
 from .architecture import AttentionKind, LayerSpec, LinearAttnSpec, MlaSpec
+from .messages import Message, Text, join
+
+#: ``n`` attention layers of one kind in the KV explanation: "36 full layers x 8 kv heads x (k 128 + v 128)"
+_LAYERS = {
+    kind: Message(f"kv.layers.{kind}", f"{{n}} {kind} layers x {{kv_heads}} kv heads x (k {{k}} + v {{v}})")
+    for kind in ("full", "sliding", "chunked", "mla")
+}
+WINDOW = Message("kv.layers.window", "window {window}")
+MLA_EXPANDED = Message(
+    "kv.layers.mla.expanded",
+    "{n} MLA layers x {heads} heads x (k {nope}+{rope} + v {v}) (transformers stores the expanded K and V)",
+)
+MLA_LATENT = Message("kv.layers.mla.latent", "{n} MLA layers x latent (kv_lora_rank {rank} + qk_rope_head_dim {rope})")
 
 
 def pad(n: int, to: int) -> int:
@@ -75,9 +88,9 @@ class KvLayerSpec:
     def state_bytes_per_sequence(self, rule: KvRule, compute_bytes: int) -> int:
         return 0
 
-    def describe(self, n: int, rule: KvRule) -> str:
+    def describe(self, n: int, rule: KvRule) -> Text:
         """``n`` layers of this kind, in the words of the KV explanation."""
-        return ""
+        return join("")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,10 +108,10 @@ class AttentionSpec(KvLayerSpec):
     def elements_per_token(self, rule: KvRule) -> int:
         return self.n_kv_heads * (self.head_dim + self.v_head_dim)
 
-    def describe(self, n: int, rule: KvRule) -> str:
-        what = f"{n} {self.kind} layers x {self.n_kv_heads} kv heads x (k {self.head_dim} + v {self.v_head_dim})"
+    def describe(self, n: int, rule: KvRule) -> Text:
+        what = _LAYERS[self.kind](n=n, kv_heads=self.n_kv_heads, k=self.head_dim, v=self.v_head_dim)
         if self.window:
-            what += f", window {self.window}"
+            return join(", ", what, WINDOW(window=self.window))
         return what
 
 
@@ -142,14 +155,13 @@ class MLAAttentionSpec(AttentionSpec):
     def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
         return rule.full_tokens(tokens, seqs, opts)
 
-    def describe(self, n: int, rule: KvRule) -> str:
+    def describe(self, n: int, rule: KvRule) -> Text:
         m = self.mla
         if rule.expands_mla:
-            return (
-                f"{n} MLA layers x {self.n_heads} heads x (k {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
-                f"+ v {m.v_head_dim}) (transformers stores the expanded K and V)"
+            return MLA_EXPANDED(
+                n=n, heads=self.n_heads, nope=m.qk_nope_head_dim, rope=m.qk_rope_head_dim, v=m.v_head_dim
             )
-        return f"{n} MLA layers x latent (kv_lora_rank {m.kv_lora_rank} + qk_rope_head_dim {m.qk_rope_head_dim})"
+        return MLA_LATENT(n=n, rank=m.kv_lora_rank, rope=m.qk_rope_head_dim)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,13 +11,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .inventory import Tensor
+from .messages import Message
 
 if TYPE_CHECKING:
     from .facts import ModelFacts
 
 
 class LoraTargetError(ValueError):
-    """A LoRA target the model does not have."""
+    """A LoRA target the model does not have: ``args[0]`` is the message's :class:`~vramdesk.core.messages.Text`."""
+
+
+#: ``{targets}``, ``{short_names}``, ``{modules}``: names as typed or as the model has them, joined with ", "
+TARGETS_NOT_FOUND = Message(
+    "lora.targets_not_found",
+    "LoRA target(s) {targets} not found in {model} ({model_type}); known short names: {short_names} or all-linear; "
+    "module names in this model: {modules}",
+)
 
 
 #: LoRA target short names -> module name endings in the inventory
@@ -51,9 +60,13 @@ def check_targets(facts: ModelFacts, targets: tuple[str, ...]) -> None:
             {t.name.removesuffix(".weight").rsplit(".", 1)[-1] for t in facts.tensors if matches(t, ("all-linear",))}
         )
         raise LoraTargetError(
-            f"LoRA target(s) {', '.join(sorted(set(unknown)))} not found in {facts.model_id} "
-            f"({facts.arch.model_type}); known short names: {', '.join(TARGETS)} or all-linear; "
-            f"module names in this model: {', '.join(modules)}"
+            TARGETS_NOT_FOUND(
+                targets=", ".join(sorted(set(unknown))),
+                model=facts.model_id,
+                model_type=facts.arch.model_type,
+                short_names=", ".join(TARGETS),
+                modules=", ".join(modules),
+            )
         )
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import ceil, prod
 
+from .messages import Message, Text, text
+
 _OPT_STATES = {
     "adamw": 2.0,
     "adamw-fused": 2.0,
@@ -23,64 +25,72 @@ _OPT_STATES = {
 }
 
 
+#: what the states are (``{name}``: the optimizer's option value, as typed)
+STATES = Message("optimizer.states", "{name}: {states:g} state(s) x {bytes} B per trainable parameter")
+STATES_8BIT = text("optimizer.states.adamw_8bit", "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax")
+STATES_ADAFACTOR = text("optimizer.states.adafactor", "Adafactor: factored row + column second moments (fp32)")
+STATES_PAGED_32BIT = text(
+    "optimizer.states.paged_adamw_32bit",
+    "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
+)
+TEMP_FUSED_PER_TENSOR = text("optimizer.temp.fused_per_tensor", "fused per-tensor step: none")
+TEMP_ADAFACTOR = Message(
+    "optimizer.temp.adafactor", "per-parameter fp32 update of the largest tensor ({copies} x 4 B per element)"
+)
+TEMP_ADAMW_FOREACH = text(
+    "optimizer.temp.adamw_foreach",
+    "foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy",
+)
+TEMP_ADAMW_TORCH20 = text(
+    "optimizer.temp.adamw_torch20",
+    "foreach AdamW of PyTorch 2.0 and older: the sqrt of all second moments and sqrt + eps held together, "
+    "two state-sized copies",
+)
+TEMP_ADAMW_FUSED = text("optimizer.temp.adamw_fused", "fused AdamW: no step temporaries")
+TEMP_ADAMW_FORLOOP = text(
+    "optimizer.temp.adamw_forloop", "for-loop AdamW: the sqrt of the largest tensor's second moment"
+)
+TEMP_SGD = text("optimizer.temp.sgd", "foreach SGD with momentum: in place, no temporaries")
+TEMP_FOREACH = text("optimizer.temp.foreach", "foreach update: one parameter-sized temporary")
+
+
 def optimizer_bytes(
     name: str, trainable: int, state_bytes: int, largest: int, matrices: Sequence[tuple[int, ...]]
-) -> tuple[int, int, str, str]:
+) -> tuple[int, int, Text, Text]:
     """(state bytes, step temporary bytes, state explain, temporary explain)."""
     if name in ("adamw-8bit", "paged-adamw-8bit"):
         # bitsandbytes blockwise 8-bit states (2 x 1 B) + fp32 absmax per 2048 elements, fused per-tensor kernels
         states = trainable * 2 + ceil(trainable / 2048) * 4 * 2
-        return states, 0, "bitsandbytes 8-bit AdamW: 2 states x 1 B + block absmax", "fused per-tensor step: none"
+        return states, 0, STATES_8BIT, TEMP_FUSED_PER_TENSOR
     if name == "adafactor":
         factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
         states = 4 * factored + 4 * max(0, trainable - sum(prod(s) for s in matrices))
         # transformers' Adafactor steps one parameter at a time in fp32: the gradient's and the parameter's fp32
         # copies (none for fp32 parameters), grad^2 + eps and the factored estimate (traced, bf16: 16 B x the largest)
         copies = 2 if state_bytes >= 4 else 4
-        return (
-            states,
-            copies * largest * 4,
-            "Adafactor: factored row + column second moments (fp32)",
-            f"per-parameter fp32 update of the largest tensor ({copies} x 4 B per element)",
-        )
+        return states, copies * largest * 4, STATES_ADAFACTOR, TEMP_ADAFACTOR(copies=copies)
     n_states = _OPT_STATES.get(name, 2.0)
     states = round(n_states * trainable * state_bytes)
-    text = f"{name}: {n_states:g} state(s) x {state_bytes} B per trainable parameter"
+    explain = STATES(name=name, states=n_states, bytes=state_bytes)
     if name == "adamw":
-        return (
-            states,
-            trainable * state_bytes,
-            text,
-            ("foreach AdamW (PyTorch's CUDA default): sqrt of all second moments at once, one state-sized copy"),
-        )
+        return states, trainable * state_bytes, explain, TEMP_ADAMW_FOREACH
     if name == "adamw-torch2.0":
         # PyTorch <= 2.0's _multi_tensor_adamw: denom = _foreach_add(_foreach_sqrt(exp_avg_sqs), eps) holds two
         # state-sized lists at once; 2.1 made the add in place (pytorch/pytorch#104898)
-        return (
-            states,
-            2 * trainable * state_bytes,
-            text,
-            "foreach AdamW of PyTorch 2.0 and older: the sqrt of all second moments and sqrt + eps held together, "
-            "two state-sized copies",
-        )
+        return states, 2 * trainable * state_bytes, explain, TEMP_ADAMW_TORCH20
     if name == "adamw-fused":
-        return states, 0, text, "fused AdamW: no step temporaries"
+        return states, 0, explain, TEMP_ADAMW_FUSED
     if name == "adamw-forloop":
         # foreach=False: one parameter at a time, so the sqrt temporary is one tensor's worth
-        return states, largest * state_bytes, text, "for-loop AdamW: the sqrt of the largest tensor's second moment"
+        return states, largest * state_bytes, explain, TEMP_ADAMW_FORLOOP
     if name == "paged-adamw-32bit":
         # bitsandbytes keeps the fp32 states in CUDA unified (paged) memory and updates with a fused kernel; the
         # pages live on the GPU unless memory runs short, when the driver moves them to CPU memory
         states = round(2 * trainable * 4)
-        return (
-            states,
-            0,
-            "bitsandbytes paged AdamW: 2 fp32 states in paged memory (on the GPU unless it runs short)",
-            "fused per-tensor step: none",
-        )
+        return states, 0, STATES_PAGED_32BIT, TEMP_FUSED_PER_TENSOR
     if name == "sgd":
         # foreach SGD with momentum updates the buffers and the parameters in place (traced: no temporaries);
         # weight decay would add a gradient-sized copy
-        return states, 0, text, "foreach SGD with momentum: in place, no temporaries"
+        return states, 0, explain, TEMP_SGD
     # lion (foreach): one parameter-sized temporary
-    return states, trainable * state_bytes, text, "foreach update: one parameter-sized temporary"
+    return states, trainable * state_bytes, explain, TEMP_FOREACH

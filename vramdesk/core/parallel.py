@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .gpu import MIB
+from .messages import Message, join, text
 from .result import Phase
 from .scenario import Parallelism
 from .weight_format import WeightFormat, parse_weight_format
@@ -25,6 +26,27 @@ if TYPE_CHECKING:
 
 
 # ------------------------------------------------------------------------------------------ training
+
+#: the shard note: how one GPU's share of the model states is split
+PER_GPU = Message("parallel.per_gpu", "per GPU with {gpus} GPUs (dp {dp} x tp {tp} x pp {pp})")
+PER_GPU_SHARDED = Message(
+    "parallel.per_gpu.sharded", "per GPU with {gpus} GPUs (dp {dp} x tp {tp} x pp {pp}, {sharding})"
+)
+ZERO_STAGE = Message("parallel.zero", "ZeRO-{zero}")
+#: ``{version}``: "2" for FSDP2, "" for FSDP1
+FSDP = Message("parallel.fsdp", "FSDP{version} {strategy}")
+FSDP_STRATEGIES = {
+    "full": text("parallel.fsdp.full", "full"),
+    "hybrid": text("parallel.fsdp.hybrid", "hybrid"),
+    "shard-grad-op": text("parallel.fsdp.shard_grad_op", "shard-grad-op"),
+}
+
+
+def with_note(explain: str, *clauses: str) -> str:
+    """``explain``, then each non-empty clause after "; " (a shard note, the notes of what moved): a
+    :func:`~vramdesk.core.messages.join` of them, or ``explain`` itself when every clause is empty."""
+    kept = [c for c in clauses if c]
+    return join("; ", explain, *kept) if kept else explain
 
 
 @dataclass(frozen=True)
@@ -40,7 +62,7 @@ class Shards:
     states: int
     #: parameters sharded at rest (ZeRO-3, FSDP full / hybrid): each layer is gathered when it runs
     gathers: bool
-    #: "; per GPU with 8 GPUs (dp 8 x tp 1 x pp 1, ZeRO-3)", empty on one GPU
+    #: "per GPU with 8 GPUs (dp 8 x tp 1 x pp 1, ZeRO-3)", empty on one GPU (the clause after an explanation's "; ")
     note: str
 
 
@@ -55,13 +77,23 @@ def shards(par: Parallelism, gpu_count: int, gpus_per_node: int | None = None) -
     if par.fsdp and par.fsdp_strategy == "hybrid":
         fsdp_dp = max(1, min(dp, (gpus_per_node or n) // (tp * pp)))
     gathers = par.zero == 3 or (par.fsdp and par.fsdp_strategy != "shard-grad-op")
-    note = ""
+    note: str = ""
     if n > 1:
+        # (check_plan refuses ZeRO together with FSDP: at most one of them)
+        sharding = (
+            ZERO_STAGE(zero=par.zero)
+            if par.zero
+            else FSDP(
+                version="2" if par.fsdp_version == 2 else "",
+                strategy=FSDP_STRATEGIES.get(par.fsdp_strategy, par.fsdp_strategy),
+            )
+            if par.fsdp
+            else None
+        )
         note = (
-            f"; per GPU with {n} GPUs (dp {dp} x tp {tp} x pp {pp}"
-            + (f", ZeRO-{par.zero}" if par.zero else "")
-            + (f", FSDP{'2' if par.fsdp_version == 2 else ''} {par.fsdp_strategy}" if par.fsdp else "")
-            + ")"
+            PER_GPU_SHARDED(gpus=n, dp=dp, tp=tp, pp=pp, sharding=sharding)
+            if sharding is not None
+            else PER_GPU(gpus=n, dp=dp, tp=tp, pp=pp)
         )
     return Shards(
         n=n,
@@ -93,9 +125,36 @@ class ModelStates:
 
 #: DeepSpeed ZeRO-1/2 step() (stage_1_and_2.py, 2023 and current alike): flatten(averaged_gradients).to(fp32)
 #: builds a flat 16-bit copy of the gradient partition while the partition buffer is still referenced
-DEEPSPEED_FLAT_TEXT = (
+DEEPSPEED_FLAT_TEXT = text(
+    "parallel.deepspeed.flat_copy",
     "DeepSpeed ZeRO-1/2 step: the 16-bit gradient partition flattened into one copy (2 B/param) before its fp32 "
-    "upcast; both are freed before Adam runs"
+    "upcast; both are freed before Adam runs",
+)
+#: ZeRO-3's step (and DeepSpeed's Adam on LoRA under ZeRO-3)
+DEEPSPEED_FUSED_TEXT = text("parallel.deepspeed.fused_adam", "DeepSpeed's fused Adam step: no step temporaries")
+DEEPSPEED_WEIGHTS = Message(
+    "parallel.deepspeed.weights", "{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)"
+)
+DEEPSPEED_CLIENT_STATES = Message(
+    "parallel.deepspeed.client_states",
+    "DeepSpeed ZeRO-{zero}: fp32 master (4 B/param) and fp32 gradient partition (4 B/param) + {optimizer} on the "
+    "fp32 partition, sharded",
+)
+DEEPSPEED_CLIENT_STATES_ZERO3 = Message(
+    "parallel.deepspeed.client_states.zero3",
+    "DeepSpeed ZeRO-{zero}: fp32 master (4 B/param) + {optimizer} on the fp32 partition, sharded",
+)
+DEEPSPEED_CLIENT_TEMP = Message(
+    "parallel.deepspeed.client_temp",
+    "the larger of {step} and DeepSpeed's flattened 16-bit gradient partition (2 B/param), freed before the "
+    "optimizer runs",
+)
+DEEPSPEED_STATES_ZERO3 = text(
+    "parallel.deepspeed.states.zero3", "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
+)
+DEEPSPEED_STATES = text(
+    "parallel.deepspeed.states",
+    "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded",
 )
 
 
@@ -121,18 +180,11 @@ def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] |
             grads=(4 if three else 2) * params,
             states=(4 if three else 8) * params + opt_states,
             temp=opt_temp if three else max(2 * params, opt_temp),
-            weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
-            states_text=(
-                f"DeepSpeed ZeRO-{zero}: fp32 master (4 B/param"
-                + ("" if three else ") and fp32 gradient partition (4 B/param")
-                + f") + {opt_text} on the fp32 partition, sharded"
+            weights_text=DEEPSPEED_WEIGHTS(params=params),
+            states_text=(DEEPSPEED_CLIENT_STATES_ZERO3 if three else DEEPSPEED_CLIENT_STATES)(
+                zero=zero, optimizer=opt_text
             ),
-            temp_text=(
-                temp_text
-                if three
-                else f"the larger of {temp_text} and DeepSpeed's flattened 16-bit gradient partition (2 B/param), "
-                "freed before the optimizer runs"
-            ),
+            temp_text=temp_text if three else DEEPSPEED_CLIENT_TEMP(step=temp_text),
             grads_sharded=zero >= 2,
         )
     return ModelStates(
@@ -140,15 +192,34 @@ def deepspeed_states(params: int, zero: int, client: tuple[int, int, str, str] |
         grads=(4 if three else 2) * params,
         states=(12 if three else 16) * params,
         temp=0 if three else 2 * params,
-        weights_text=f"{params:,} parameters x 2 B (DeepSpeed's 16-bit working copy)",
-        states_text=(
-            "DeepSpeed ZeRO-3: fp32 master + moments (12 B/param) of 18 B/param sharded"
-            if three
-            else "DeepSpeed mixed precision: fp32 master, moments and gradient partition (16 B/param), sharded"
-        ),
-        temp_text="DeepSpeed's fused Adam step: no step temporaries" if three else DEEPSPEED_FLAT_TEXT,
+        weights_text=DEEPSPEED_WEIGHTS(params=params),
+        states_text=DEEPSPEED_STATES_ZERO3 if three else DEEPSPEED_STATES,
+        temp_text=DEEPSPEED_FUSED_TEXT if three else DEEPSPEED_FLAT_TEXT,
         grads_sharded=zero >= 2,
     )
+
+
+OFFLOADED_STATES = text("parallel.offloaded.states", "optimizer states (and the step) on the CPU")
+OFFLOADED_PARAMS = text("parallel.offloaded.params", "parameters on the CPU, gathered layer by layer")
+GATHERED = text(
+    "parallel.gathered", "ZeRO-3 / FSDP / parameter offload: the current and the prefetched layer, unsharded"
+)
+GATHERED_ROOT = text(
+    "parallel.gathered.fsdp_root",
+    "FSDP keeps its root unit (embeddings, final norm, lm_head) unsharded from forward to backward",
+)
+BUCKET_DEEPSPEED = Message(
+    "parallel.buckets.deepspeed", "DeepSpeed gradient bucket: reduce_bucket_size {size:,} elements"
+)
+BUCKETS_DEEPSPEED_OVERLAP = Message(
+    "parallel.buckets.deepspeed.overlap",
+    "DeepSpeed gradient buckets: reduce_bucket_size {size:,} elements x 2 (overlap_comm)",
+)
+BUCKETS_DDP = text("parallel.buckets.ddp", "DDP / FSDP gradient buckets (25 MB each, two in flight)")
+STAGE = Message(
+    "parallel.pipeline_stage",
+    "pipeline stage {stage}: 1/{pp} of the layers, {in_flight} micro-batch(es) in flight (1F1B)",
+)
 
 
 @dataclass
@@ -162,6 +233,7 @@ class PerGpu:
     host: float
     #: what the gradients were divided by (a fresh gradient on this GPU is divided alike)
     grads_div: int = 1
+    #: what moved or stays beside the weights (the weights' explanation lists them, joined with ", ")
     notes: list[str] = field(default_factory=list)
 
 
@@ -186,11 +258,11 @@ def place_states(m: ModelStates, sh: Shards, par: Parallelism) -> PerGpu:
                 out.host += out.grads
             out.grads = 0
         out.states = out.temp = 0
-        out.notes.append("optimizer states (and the step) on the CPU")
+        out.notes.append(OFFLOADED_STATES)
     if par.offload == "params":
         out.host += m.weights / sh.weights
         out.weights = 0
-        out.notes.append("parameters on the CPU, gathered layer by layer")
+        out.notes.append(OFFLOADED_PARAMS)
     return out
 
 
@@ -205,12 +277,11 @@ def gathered_layers(
         return 0, ""
     layout = facts.weights(fmt or parse_weight_format("bf16"), frozenset({"text"}))
     layers = 2 * max(layout.per_layer.values(), default=0)
-    text = "ZeRO-3 / FSDP / parameter offload: the current and the prefetched layer, unsharded"
     if par.fsdp and sh.gathers and sh.weights > 1:
         root = layout.embedding + layout.head + layout.other
         layers += round(root * (1 - 1 / sh.weights))
-        text += "; FSDP keeps its root unit (embeddings, final norm, lm_head) unsharded from forward to backward"
-    return layers, text
+        return layers, join("; ", GATHERED, GATHERED_ROOT)
+    return layers, GATHERED
 
 
 def comm_buckets(par: Parallelism, sh: Shards, precision: str) -> tuple[int, str]:
@@ -220,12 +291,10 @@ def comm_buckets(par: Parallelism, sh: Shards, precision: str) -> tuple[int, str
         size = par.zero_bucket or 500_000_000
         overlap = par.zero_overlap_comm if par.zero_overlap_comm is not None else par.zero == 3
         count = 2 if overlap and par.zero < 3 else 1
-        text = f"DeepSpeed gradient bucket{'s' if count > 1 else ''}: reduce_bucket_size {size:,} elements" + (
-            " x 2 (overlap_comm)" if count > 1 else ""
-        )
-        return size * (4 if precision == "fp32" else 2) * count, text
+        explain = (BUCKETS_DEEPSPEED_OVERLAP if count > 1 else BUCKET_DEEPSPEED)(size=size)
+        return size * (4 if precision == "fp32" else 2) * count, explain
     if sh.n > 1:
-        return (2 if not par.fsdp else 4) * 25 * MIB, "DDP / FSDP gradient buckets (25 MB each, two in flight)"
+        return (2 if not par.fsdp else 4) * 25 * MIB, BUCKETS_DDP
     return 0, ""
 
 
@@ -261,8 +330,7 @@ def pipeline_stages(facts: ModelFacts, phases: list[Phase], pp: int, micro_batch
                         c.model_copy(
                             update={
                                 "bytes": value,
-                                "explain": f"{c.explain}; pipeline stage {s}: 1/{pp} of the layers, "
-                                f"{in_flight} micro-batch(es) in flight (1F1B)",
+                                "explain": join("; ", c.explain, STAGE(stage=s, pp=pp, in_flight=in_flight)),
                             }
                         )
                     )

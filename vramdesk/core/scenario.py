@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .messages import Message
 from .workloads import (
     MAX_TOKENS,
     SAVED_MODULES,
@@ -41,6 +42,22 @@ SCHEMA_VERSION = 1
 #: 4 GB. 65,536 is above the largest training jobs published (Llama 3 405B: 16,384 GPUs) and costs under a second.
 MAX_TOTAL_GPUS = 65_536
 
+MODEL_ID_EMPTY = Message("input.model_id_empty", "model id is empty")
+TOO_MANY_GPUS = Message(
+    "input.too_many_gpus",
+    "{nodes:,} nodes x {gpus:,} GPUs = {total:,} GPUs: a plan models at most {most:,} GPUs",
+)
+PARALLEL_NEEDS_GPUS = Message(
+    "input.parallel_needs_gpus", "parallelism: tp ({tp}) x pp ({pp}) needs {need} GPUs but {where}"
+)
+#: what the plan has, in the sentence above: one machine, or several
+HAS_GPU_COUNT = Message("input.parallel_needs_gpus.gpu_count", "hardware.gpu_count is {gpus}")
+HAS_NODES = Message("input.parallel_needs_gpus.nodes", "{nodes} nodes x {gpus} GPUs give {total}")
+TP_SPANS_NODES = Message(
+    "input.tp_spans_nodes",
+    "parallelism: tp ({tp}) spans more than one node's {gpus} GPUs; tensor parallel needs the GPUs of one machine",
+)
+
 
 class ModelRef(_Frozen):
     """Which model: a Hub repo id (``owner/name``), a local path, or a catalog entry."""
@@ -53,7 +70,7 @@ class ModelRef(_Frozen):
     def _strip(cls, v: str) -> str:
         v = v.strip()
         if not v:
-            raise ValueError("model id is empty")
+            raise ValueError(MODEL_ID_EMPTY())
         return v
 
 
@@ -85,10 +102,7 @@ class Hardware(_Frozen):
     def _bounded_total(self) -> Hardware:
         total = self.gpu_count * self.nodes
         if total > MAX_TOTAL_GPUS:
-            raise ValueError(
-                f"{self.nodes:,} nodes x {self.gpu_count:,} GPUs = {total:,} GPUs: a plan models at most "
-                f"{MAX_TOTAL_GPUS:,} GPUs"
-            )
+            raise ValueError(TOO_MANY_GPUS(nodes=self.nodes, gpus=self.gpu_count, total=total, most=MAX_TOTAL_GPUS))
         return self
 
 
@@ -265,16 +279,13 @@ class Scenario(_Frozen):
         total = self.hardware.gpu_count * self.hardware.nodes
         if p.tp * p.pp > total:
             where = (
-                f"hardware.gpu_count is {self.hardware.gpu_count}"
+                HAS_GPU_COUNT(gpus=self.hardware.gpu_count)
                 if self.hardware.nodes == 1
-                else f"{self.hardware.nodes} nodes x {self.hardware.gpu_count} GPUs give {total}"
+                else HAS_NODES(nodes=self.hardware.nodes, gpus=self.hardware.gpu_count, total=total)
             )
-            raise ValueError(f"parallelism: tp ({p.tp}) x pp ({p.pp}) needs {p.tp * p.pp} GPUs but {where}")
+            raise ValueError(PARALLEL_NEEDS_GPUS(tp=p.tp, pp=p.pp, need=p.tp * p.pp, where=where))
         if p.tp > self.hardware.gpu_count:
-            raise ValueError(
-                f"parallelism: tp ({p.tp}) spans more than one node's {self.hardware.gpu_count} GPUs; tensor "
-                "parallel needs the GPUs of one machine"
-            )
+            raise ValueError(TP_SPANS_NODES(tp=p.tp, gpus=self.hardware.gpu_count))
         return self
 
 

@@ -25,12 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from . import training_text as T
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .lora import lora_parameters
+from .messages import join
 from .optimizers import optimizer_bytes
 from .parallel import (
     DEEPSPEED_FLAT_TEXT,
+    DEEPSPEED_FUSED_TEXT,
     ModelStates,
     PerGpu,
     Shards,
@@ -40,10 +43,11 @@ from .parallel import (
     pipeline_stages,
     place_states,
     shards,
+    with_note,
 )
 from .result import Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
-from .training_activations import Activations, LossHead, activations, loss_head
+from .training_activations import GPTQ_KEPT, Activations, LossHead, activations, loss_head
 from .training_plan import check_plan
 from .training_state import Trained, precision, what_trains
 from .training_transients import comp, largest_cached_block, matmul_transients, step_new_segments
@@ -64,7 +68,7 @@ class TrainingRun:
     #: pipeline parallel: phases of each stage (every GPU of a stage alike); empty when pp = 1
     stages: list[list[Phase]] = field(default_factory=list)
     #: optimizer-step temporaries that take new segments of the caching allocator (step_new_segments), per GPU,
-    #: and what they are
+    #: and what they are (a message Text, "" when there are none)
     step_segments: int = 0
     step_segments_text: str = ""
 
@@ -94,7 +98,7 @@ def training_phases(
     states = _model_states(work, par, tr, deepspeed, model)
     per = place_states(states, sh, par)
     if model.vision_frozen:
-        per.notes.insert(0, f"frozen vision tower {model.vision_frozen / GIB:.2f} GiB")
+        per.notes.insert(0, T.FROZEN_VISION(gib=model.vision_frozen / GIB))
     parts = _components(work, par, tr, (acts, head), sh, states, per)
     transients = _transients(facts, work, par, tr, sh, acts, model.text)
     grads = _gradient_moments(work, par, tr, sh, states, per, parts.gradients, model.text)
@@ -162,11 +166,8 @@ def _optimizer_states(
     if work.method in ("lora", "qlora") and deepspeed:
         lora_trained = _trained_count(tr)
         states, temp = 16 * lora_trained, (0 if par.zero == 3 else 2 * lora_trained)
-        s_text = (
-            "DeepSpeed mixed precision: fp32 master, Adam moments and gradient partition (16 B/param) of the "
-            "trainable parameters"
-        )
-        t_text = "DeepSpeed's fused Adam step: no step temporaries" if par.zero == 3 else DEEPSPEED_FLAT_TEXT
+        s_text = T.DEEPSPEED_LORA_STATES
+        t_text = DEEPSPEED_FUSED_TEXT if par.zero == 3 else DEEPSPEED_FLAT_TEXT
     return states, temp, s_text, t_text
 
 
@@ -213,11 +214,7 @@ def _activations(
         adapter_copy_bytes=keeps.adapter_input_bytes,
         kept_weights=keeps.frozen_weight_bytes,
         adapter_bytes=tr.storage.adapter_param_bytes or 4,
-        kept_label=(
-            "AMP: each layer keeps autocast's 16-bit copies of its frozen fp32 weights"
-            if tr.base.kind == "float"
-            else "GPTQ base: each layer keeps its dequantised 16-bit matrices"
-        ),
+        kept_label=T.AMP_KEPT if tr.base.kind == "float" else GPTQ_KEPT,
     )
 
 
@@ -258,15 +255,15 @@ def _components(
     shard_note = sh.note
     notes = per.notes
     c_weights = comp(
-        "weights", per.weights, "weights", model.weights_text + shard_note + (f"; {', '.join(notes)}" if notes else "")
+        "weights",
+        per.weights,
+        "weights",
+        with_note(model.weights_text, shard_note, join(", ", *notes) if notes else ""),
     )
-    states_text = model.states_text + shard_note
+    states_text = with_note(model.states_text, shard_note)
     if par.offload in ("optimizer", "params"):
         # nothing of the states stays on the GPU: say where they are, not only how they would be split
-        states_text = (
-            f"in CPU memory (offload): {model.states / sh.states / GIB:.2f} GiB per GPU, the step runs there; "
-            + states_text
-        )
+        states_text = join("; ", T.STATES_OFFLOADED(gib=model.states / sh.states / GIB), states_text)
     return _Parts(
         weights=c_weights,
         states=comp("optimizer states", per.states, "optimizer", states_text),
@@ -274,9 +271,9 @@ def _components(
             "gradients",
             per.grads,
             "gradients",
-            (
-                f"{'trainable parameters' if lora else 'all parameters'} ({trained:,}) x {grads // max(1, trained)} B"
-                + shard_note
+            with_note(
+                (T.GRADIENTS_TRAINABLE if lora else T.GRADIENTS_ALL)(params=trained, bytes=grads // max(1, trained)),
+                shard_note,
             ),
         ),
         activations=comp("activations", a_gpu, "activations", acts.explain),
@@ -351,8 +348,7 @@ def _transients(
                     "gathered layer parameters",
                     lm_head,
                     "weights",
-                    "ZeRO-3: the lm_head gathered whole for the logits, held until its backward (larger than the "
-                    "current and prefetched layer)",
+                    T.LM_HEAD_GATHERED,
                 )
                 if c.name == "gathered layer parameters"
                 else c
@@ -365,8 +361,7 @@ def _transients(
                 "autocast weight cache",
                 acts.forward_cache,
                 "activations",
-                "autocast's 16-bit copies of the fp32 weights of layers whose forward runs without grad "
-                "(checkpointed), cached until the forward's autocast region ends",
+                T.AUTOCAST_CACHE,
             )
         )
     return _Transients(tuple(extra), tuple(extra_at_head), unpack, tuple(forward_extra))
@@ -413,8 +408,7 @@ def _gradient_moments(
                     "fresh gradient",
                     model.grads / sh.states,
                     "gradients",
-                    "DeepSpeed ZeRO-2 with gradient accumulation: the next micro-batch's gradient partition fills a "
-                    "new 16-bit buffer before it is added to the accumulated one",
+                    T.FRESH_ZERO2,
                 ),
             )
         elif not (par.zero or par.fsdp):
@@ -437,8 +431,7 @@ def _gradient_moments(
                     "fresh gradient",
                     largest_grad / per.grads_div,
                     "gradients",
-                    f"the newly computed gradient of the largest trainable tensor ({largest_grad:,} B), "
-                    "before gradient accumulation adds it to the stored one",
+                    T.FRESH(bytes=largest_grad),
                 ),
             )
             fresh_end = fresh
@@ -456,7 +449,7 @@ def _gradient_moments(
                     "tied embedding gradient",
                     2 * embed.numel * prec.grads / per.grads_div,
                     "gradients",
-                    "the tied embedding's second gradient and its sum with the lm_head's, at the end of backward",
+                    T.TIED_GRADIENT,
                 ),
             )
     return _Gradients(held, fresh, fresh_end)
@@ -486,15 +479,13 @@ def _first_layer(
         "gradients",
         later,
         "gradients",
-        "gradients of every layer after the first (and of the lm_head), already computed" + sh.note,
+        with_note(T.LATER_GRADIENTS, sh.note),
     )
     c_first = comp(
         "activations",
         acts.first_layer,
         "activations",
-        "the first layer's input and activations"
-        + (" (recomputed)" if work.grad_checkpointing else "")
-        + "; the other layers' are freed by now",
+        join("; ", T.FIRST_LAYER_RECOMPUTED if work.grad_checkpointing else T.FIRST_LAYER, T.OTHERS_FREED),
     )
     return c_later, c_first
 
@@ -528,7 +519,7 @@ def _phases(
                 "lm_head 16-bit copy",
                 2 * arch.vocab * arch.hidden / par.tp,
                 "activations",
-                "autocast's 16-bit copy of the fp32 lm_head, kept for the logits' backward until the loss head is done",
+                T.LM_HEAD_COPY,
             ),
         )
     # with checkpointing, the forward and the loss head see only the checkpointed layer inputs; the loss head's
@@ -563,8 +554,7 @@ def _phases(
                     "retained input gradients",
                     kept,
                     "activations",
-                    f"FSDP with a frozen base and reentrant checkpointing: the input gradients of {arch.n_layers - 1} "
-                    f"layers ({residual_b} B x h x {b * s} tokens each) stay alive until the end of backward",
+                    T.RETAINED_GRADIENTS(layers=arch.n_layers - 1, bytes=residual_b, tokens=b * s),
                 ),
             )
         phases.append(
@@ -615,11 +605,7 @@ def _step_segments(
             sizes, elem = [t.numel for t in text_tensors], tr.storage.state_element_bytes
         step_segments, count = step_new_segments(work.optimizer, sizes, elem, block)
         if step_segments:
-            step_text = (
-                f"optimizer step: temporaries of {count} tensor(s) larger than the largest block the activations "
-                f"leave cached ({block / MIB:,.0f} MiB) take new segments, {step_segments / GIB:.2f} GiB more "
-                "reserved"
-            )
+            step_text = T.STEP_SEGMENTS(count=count, block_mib=block / MIB, gib=step_segments / GIB)
     return step_segments, step_text
 
 
@@ -632,64 +618,36 @@ def _warnings(
     """What the estimate says beside its figures, in the order the run's parts raise it."""
     warnings: list[str] = []
     if work.vision_tower == "trained":
-        warnings.append(
-            "vision tower trained: its activations depend on the images per sample, which this estimate does "
-            "not include"
-        )
+        warnings.append(T.VISION_TRAINED)
     # benchmarks/allocator: a traced 48-step Yi-6B LoRA run with lengths drawn up to 8192 tokens, replayed through
     # the caching-allocator model, reserved 35.6 GiB for a 19.3 GiB allocated peak (20.7 with expandable segments);
     # the same run at one fixed length reserves what the fixed-shape rule above gives
     if not work.expandable_segments and work.mean_seq_len is None:
-        warnings.append(
-            "if the batches vary in length (no packing), PyTorch's cache grows over the steps: in a simulated LoRA "
-            "run with lengths up to 8192 it reserved 1.8 x the allocated peak; give their mean length to count it, "
-            "or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (it kept that run within 7 %)"
-        )
+        warnings.append(T.VARYING_LENGTHS)
     elif work.mean_seq_len is not None and not work.expandable_segments:
-        warnings.append(
-            f"batches of varying length (mean {work.mean_seq_len} of at most {work.seq_len} tokens): the reserved "
-            "level includes the cache they leave, which nvidia-smi shows; the run itself needs little more than "
-            "the allocated peak, since PyTorch gives cached blocks back before it runs out"
-        )
+        warnings.append(T.MEAN_LENGTH(mean=work.mean_seq_len, longest=work.seq_len))
     # benchmarks/data/device: on an H200 the reserve rule (allocated + a x loss head + b x one layer) was within
     # 2.3 % median of max_memory_reserved, but 13-18 % low for these two kinds of step, whose large per-tensor
     # optimizer allocations the rule does not see (their allocator replays match the GPU within 1 % and 6.5 %)
     # (Adafactor's run is modelled since: its fp32 copies of the embedding take new segments, step_new_segments)
     if tr.params.saved_copies and not work.expandable_segments:
-        warnings.append(
-            "trained embedding / head copies: a measured run of this kind reserved 18 % more than the reserved "
-            "level here (PyTorch's cache; nvidia-smi shows it); the allocated peak, which decides whether the step "
-            "runs, was within 2 %"
-        )
+        warnings.append(T.SAVED_COPIES_RESERVED)
     if work.grad_accum > 1:
-        warnings.append(
-            f"gradient accumulation {work.grad_accum}: gradients stay allocated between micro-batches; "
-            "the forward of the next micro-batch runs with them"
-        )
+        warnings.append(T.GRAD_ACCUM(steps=work.grad_accum))
     if work.method == "qlora" and (par.zero == 3 or par.fsdp):
-        warnings.append("QLoRA with ZeRO-3/FSDP needs bnb_4bit_quant_storage matching the compute dtype")
+        warnings.append(T.QLORA_SHARDED)
     per_machine = min(gpus_per_node or sh.n, sh.n)
     if par.offload in ("optimizer", "params") and per.host:
         # DeepSpeed's estimate_zero2/3_model_states_mem_needs multiply their CPU figure by additional_buffer_factor
         # 1.5 (a margin for pinned buffers and fragmentation, not a measured term): say what it would give
         machine = per.host * per_machine / GIB
-        warnings.append(
-            f"CPU memory for the offload: {machine:,.1f} GiB per machine ({per_machine} GPU shares); DeepSpeed's own "
-            f"estimator adds a 1.5 x buffer margin ({1.5 * machine:,.1f} GiB) for pinned buffers, not counted here"
-        )
+        warnings.append(T.OFFLOAD_CPU_MEMORY(gib=machine, gpus=per_machine, margin_gib=1.5 * machine))
     if per_machine > 1 and not (par.zero == 3 or par.fsdp) and tr.base.kind == "float":
         # every rank builds the whole model on the CPU before moving it to its GPU (DeepSpeed's own ZeRO-1/2
         # estimator counts 4 B x parameters x GPUs per machine of CPU memory for it); ZeRO-3's zero.Init and FSDP's
         # RAM-efficient loading partition the weights as they load
         whole = tr.storage.base_weight_bytes / GIB
-        warnings.append(
-            f"at start-up each of the {per_machine} processes on a machine loads the whole model ({whole:.1f} GiB) "
-            f"into CPU memory before moving it to its GPU: about {per_machine * whole:.0f} GiB of CPU memory per "
-            "machine for a moment, unless the weights load partitioned (ZeRO-3, FSDP)"
-        )
+        warnings.append(T.STARTUP_CPU_MEMORY(gpus=per_machine, gib=whole, total_gib=per_machine * whole))
     if sh.pp > 1 and work.grad_accum < sh.pp:
-        warnings.append(
-            f"pipeline parallel {sh.pp} with {work.grad_accum} micro-batch(es) per step: the pipeline is mostly "
-            "bubble; 1F1B needs at least as many micro-batches as stages to fill it"
-        )
+        warnings.append(T.PIPELINE_BUBBLE(pp=sh.pp, micro_batches=work.grad_accum))
     return warnings

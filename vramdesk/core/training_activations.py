@@ -15,13 +15,122 @@ from dataclasses import dataclass
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB
 from .inventory import Tensor
+from .messages import Message, Text, join, text
 from .scenario import FinetuneWorkload
 from .training_state import Precision
+
+# what one layer keeps per token (the per-token rule's parts, joined with "; ")
+LINEAR_ATTENTION = text(
+    "training.layer.linear_attention",
+    "Gated DeltaNet: projections, conv output, fp32 q/k/v of the delta rule, gated norm",
+)
+MLA_ATTENTION = text("training.layer.mla", "MLA: latent and expanded q/k/v, attention output, log-sum-exp")
+ATTENTION = text("training.layer.attention", "q/k after RoPE, v, output (4q + 4kv) + log-sum-exp")
+QK_NORMS = text("training.layer.qk_norms", "q/k norms 6 B per q and k element")
+MOE = Message("training.layer.moe", "MoE: top-{k} copies x (5h + 8 x {intermediate}) + router")
+SWIGLU = Message("training.layer.swiglu", "SwiGLU 8 x intermediate {intermediate}")
+MLP = Message("training.layer.mlp", "MLP 6 x intermediate {intermediate}")
+LORA_FROZEN = text(
+    "training.layer.lora_frozen_base",
+    "LoRA on a frozen base: norms 4h each, MLP 6I, each adapter's input copy, 4 B x its width in fp32",
+)
+LORA_FP32_INPUTS = text("training.layer.lora_fp32_inputs", "LoRA: fp32 copies of adapted inputs (+12h + 4q + 2I)")
+#: the frozen weights a GPTQ base's layers keep for backward (the default of :func:`activations`)
+GPTQ_KEPT = text(
+    "training.activations.kept.gptq",
+    "GPTQ base: each layer keeps its dequantised 16-bit matrices (2 B per parameter) for backward",
+)
+# what the layers keep, with or without checkpointing (the explanation's first clause)
+LAYERS = Message("training.activations.layers", "{layers} layers x {tokens} tokens ({rule})")
+#: the same, when the rule ends with a LoRA clause (its Chinese closes the parenthesis as the regular-expression
+#: table read it, after the clause's own)
+LAYERS_LORA_LAST = Message("training.activations.layers.lora_last", "{layers} layers x {tokens} tokens ({rule})")
+SELECTIVE = Message(
+    "training.activations.selective",
+    "selective checkpointing every {k} layers: {inputs} layer inputs ({bytes} B x h x {tokens} tokens each) + "
+    "{full} layers with all their activations (up to {layer_mib:.0f} MiB each) + one layer recomputed",
+)
+SELECTIVE_RESIDENT = Message(
+    "training.activations.selective.resident",
+    "selective checkpointing every {k} layers: {inputs} layer inputs ({bytes} B x h x {tokens} tokens each) + "
+    "{full} layers with all their activations; no layer recomputed yet",
+)
+CHECKPOINTING = Message(
+    "training.activations.checkpointing",
+    "gradient checkpointing: {layers} layer inputs ({bytes} B x h x {tokens} tokens each) + one layer recomputed "
+    "({recompute_mib:.0f} MiB)",
+)
+CHECKPOINTING_RESIDENT = Message(
+    "training.activations.checkpointing.resident",
+    "gradient checkpointing: {layers} layer inputs ({bytes} B x h x {tokens} tokens each); no layer recomputed yet",
+)
+# what else the explanation says, each a clause after "; "
+OUTSIDE = Message(
+    "training.activations.outside", "the embedding output and the final norm: {bytes} B x h x {tokens} tokens"
+)
+TENSOR_PARALLEL = Message(
+    "training.activations.tensor_parallel",
+    "tensor parallel {tp}: attention and MLP activations split, norms and residual (16h) whole",
+)
+OFFLOADED = Message(
+    "training.activations.offloaded",
+    "activation offloading: {gib:.2f} GiB moved to CPU memory, the current layer and the one in transfer stay",
+)
+DROPOUT_MASKS = text("training.activations.dropout_masks", "LoRA dropout masks (1 B per adapted input)")
+DORA_OUTPUTS = Message(
+    "training.activations.dora_outputs",
+    "DoRA's saved base, adapter and scaled outputs ({bytes} B per adapted output)",
+)
+MERGED_EXPERTS = text(
+    "training.activations.merged_experts",
+    "LoRA on experts: each layer's merged expert weights (W + BA, 2 B per parameter) kept for backward",
+)
+EAGER = text("training.activations.eager", "eager attention adds 6.2 B x heads x s x kept keys per layer")
+EAGER_SOFTCAP = text(
+    "training.activations.eager.softcap",
+    "eager attention adds 6.2 B x heads x s x kept keys per layer (+2 B for the soft-capped scores)",
+)
+AMP_RESIDUAL = Message("training.activations.amp", "AMP: fp32 residual stream (x{scale})")
+AMP_RESIDUAL_COPIES = Message(
+    "training.activations.amp.weight_copies", "AMP: fp32 residual stream (x{scale}) and autocast's bf16 weight copies"
+)
+# the loss head, at the end of forward and at the start of backward
+LOSS_FORWARD = text(
+    "training.loss.forward", "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax"
+)
+LOSS_BACKWARD = Message(
+    "training.loss.backward",
+    "12 x batch {batch} x seq {seq} x vocab {vocab} B at the start of backward: fp32 log-softmax saved, its gradient "
+    "and the nll gradient (HF Trainer drops the 16-bit logits)",
+)
+LOSS_FORWARD_16BIT = text(
+    "training.loss.forward.16bit",
+    "6 x batch x seq x vocab B at the end of forward: 16-bit logits, shifted copy, log-softmax",
+)
+LOSS_BACKWARD_16BIT = Message(
+    "training.loss.backward.16bit",
+    "6 x batch {batch} x seq {seq} x vocab {vocab} B at the start of backward: the model's loss keeps the logits in "
+    "16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; then the log-softmax, "
+    "its gradient and the input gradient)",
+)
+SOFTCAP_FORWARD = text("training.loss.softcap.forward", "the soft-capping's tanh output (2 B)")
+SOFTCAP_BACKWARD = Message(
+    "training.loss.softcap.backward", "the soft-capping's tanh output (2 x batch {batch} x seq {seq} x vocab {vocab} B)"
+)
+CHUNKED_FORWARD = text(
+    "training.loss.chunked.forward",
+    "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms",
+)
+CHUNKED_BACKWARD = Message(
+    "training.loss.chunked.backward",
+    "chunked cross-entropy: 16-bit logits (2 x batch {batch} x seq {seq} x vocab {vocab} B) and the fp32 "
+    "log-softmax and gradients of one chunk in 8",
+)
 
 
 def _layer_bytes_per_token(
     arch: Architecture, layer: LayerSpec, lora: bool, adapter_inputs: int | None = None
-) -> tuple[float, str]:
+) -> tuple[float, Text]:
     """Saved-for-backward bytes per token of one decoder layer in bf16 (trace-oracle §4). ``adapter_inputs``: for
     LoRA on a frozen 16-bit base, the bytes per token the layer's adapters keep of their inputs."""
     h = arch.hidden
@@ -32,7 +141,7 @@ def _layer_bytes_per_token(
         lin = layer.linear
         proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
         attn = 2 * proj + 2 * lin.conv_dim + 4 * (2 * lin.key_dim + lin.value_dim) + 8 * lin.value_dim
-        text = "Gated DeltaNet: projections, conv output, fp32 q/k/v of the delta rule, gated norm"
+        parts: list[Text] = [LINEAR_ATTENTION]
     elif layer.attention == AttentionKind.MLA and layer.mla is not None:
         m = layer.mla
         qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
@@ -49,10 +158,10 @@ def _layer_bytes_per_token(
             + 4 * heads * m.v_head_dim
             + 4 * heads
         )
-        text = "MLA: latent and expanded q/k/v, attention output, log-sum-exp"
+        parts = [MLA_ATTENTION]
     else:
         attn = 4 * q + 4 * kv + 4 * heads
-        text = "q/k after RoPE, v, output (4q + 4kv) + log-sum-exp"
+        parts = [ATTENTION]
     # two pre-norms: fp32 input copy, normalised copy (weight grad), output (next linear's input); a post-norm
     # (Gemma 2/3 sandwich norms) feeds a residual add, not a linear: 6h
     extra_norms = max(0, arch.norms_per_layer - 2)
@@ -61,20 +170,20 @@ def _layer_bytes_per_token(
     qk = q + kv if arch.qk_norm != "none" and layer.attention not in (AttentionKind.MLA, AttentionKind.LINEAR) else 0
     attn += 6 * qk
     if qk:
-        text += "; q/k norms 6 B per q and k element"
+        parts.append(QK_NORMS)
     if layer.moe is not None:
         moe = layer.moe
         k = moe.top_k
         mlp = k * (5 * h + 8 * moe.expert_intermediate) + 8 * moe.num_experts
         if moe.shared_intermediate:
             mlp += 8 * moe.shared_intermediate + 2 * h
-        text += f"; MoE: top-{k} copies x (5h + 8 x {moe.expert_intermediate}) + router"
+        parts.append(MOE(k=k, intermediate=moe.expert_intermediate))
     elif arch.mlp_gated:
         mlp = 8 * layer.intermediate
-        text += f"; SwiGLU 8 x intermediate {layer.intermediate}"
+        parts.append(SWIGLU(intermediate=layer.intermediate))
     else:
         mlp = 6 * layer.intermediate
-        text += f"; MLP 6 x intermediate {layer.intermediate}"
+        parts.append(MLP(intermediate=layer.intermediate))
     total = norms + attn + mlp
     standard = layer.attention not in (AttentionKind.LINEAR, AttentionKind.MLA) and layer.moe is None
     if adapter_inputs is not None and standard and arch.mlp_gated:
@@ -83,14 +192,14 @@ def _layer_bytes_per_token(
         # fp32 inputs) + attention + 6I (gate, up, SiLU outputs), plus each adapter's own copy of its input
         # (frozen norms keep only their fp32 input: 4h each, 4(q + kv) for q/k norms)
         total = 4 * h * arch.norms_per_layer + (attn - 2 * qk) + 6 * layer.intermediate + adapter_inputs
-        text += "; LoRA on a frozen base: norms 4h each, MLP 6I, each adapter's input copy, 4 B x its width in fp32"
+        parts.append(LORA_FROZEN)
     elif lora:
         # peft casts every adapted layer's input to the adapter dtype (fp32) and keeps it for the weight grads:
         # per layer 28h + 8q + 4kv + 10I instead of 16h + 4q + 4kv + 8I (trace-oracle §4)
         width = layer.intermediate or (layer.moe.expert_intermediate if layer.moe else 0)
         total += 12 * h + 4 * q + 2 * width
-        text += "; LoRA: fp32 copies of adapted inputs (+12h + 4q + 2I)"
-    return float(total), text
+        parts.append(LORA_FP32_INPUTS)
+    return float(total), join("; ", *parts)
 
 
 @dataclass(frozen=True)
@@ -143,7 +252,7 @@ def activations(
     adapter_copy_bytes: int = 0,
     kept_weights: Mapping[int, int] | None = None,
     adapter_bytes: int = 4,
-    kept_label: str = "GPTQ base: each layer keeps its dequantised 16-bit matrices",
+    kept_label: str = GPTQ_KEPT,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
@@ -154,7 +263,8 @@ def activations(
     ``adapter_copy_bytes``: LoRA on a frozen 16-bit base: the bytes per element each adapter keeps of its input
     (4: peft casts it to the fp32 adapter's dtype; 2: a 16-bit adapter keeps a 16-bit one); 0 for the general
     rule (full fine-tuning, quantised bases). ``kept_weights``: per layer, bytes of weights that layer's backward
-    keeps besides its activations (a GPTQ base's dequantised 16-bit matrices)."""
+    keeps besides its activations (a GPTQ base's dequantised 16-bit matrices); ``kept_label``: the explanation's
+    clause for them."""
     tokens = work.micro_batch * work.seq_len
     kept_w = kept_weights or {}
     layers = _saved_per_layer(arch, work, prec, lora, adapted or (), tp, adapter_copy_bytes, kept_w, adapter_bytes)
@@ -169,12 +279,11 @@ def activations(
     # the backward of a recomputed layer with adapted experts also holds the gradient of its merged weights
     merged_grad = max(layers.merged.values(), default=0) / tp
     kept = _kept_for_backward(arch, work, layers, tokens, rb, (outside, amp_copies, amp_layer, merged_grad))
-    total, how = kept.total, kept.how
-    plain = len(how)
+    total = kept.total
     # (the figure's share outside the layers, so that the text adds up to it)
-    how += f"; the embedding output and the final norm: {4 * rb} B x h x {tokens} tokens"
+    how: list[str] = [OUTSIDE(bytes=4 * rb, tokens=tokens)]
     if tp > 1:
-        how += f"; tensor parallel {tp}: attention and MLP activations split, norms and residual (16h) whole"
+        how.append(TENSOR_PARALLEL(tp=tp))
     host = 0.0
     if work.activation_offload:
         # saved tensors stream to CPU memory as the forward goes; the GPU keeps the layer being computed (or
@@ -183,10 +292,7 @@ def activations(
         on_gpu = min(total, max(per_layer) + in_transfer + outside + amp_copies)
         host = total - on_gpu
         total = on_gpu
-        how += (
-            f"; activation offloading: {host / GIB:.2f} GiB moved to CPU memory, the current layer and the one in "
-            "transfer stay"
-        )
+        how.append(OFFLOADED(gib=host / GIB))
     how += _what_else_is_kept(arch, work, prec, layers, bool(kept_w), amp_copies, adapter_bytes, kept_label)
     resident = max(0.0, total - kept.recompute - amp_layer) if work.grad_checkpointing else total
     # (autocast's cache of 16-bit weight copies is cleared when the forward's autocast region ends; backward
@@ -195,10 +301,10 @@ def activations(
     return Activations(
         total=round(total),
         per_layer_max=round(max(per_layer)),
-        explain=how,
+        explain=join("; ", kept.how, *how),
         host=round(host) if work.activation_offload else 0,
         resident=round(resident),
-        resident_explain=(kept.resident_how + how[plain:]) if kept.resident_how else how,
+        resident_explain=join("; ", kept.resident_how or kept.how, *how),
         first_layer=round(min(first, total)),
         forward_cache=round(amp_copies - kept.amp_saved) if work.grad_checkpointing else 0,
     )
@@ -210,7 +316,7 @@ class _Layers:
 
     per_layer: list[float]
     #: the (last) layer's per-token rule, for the explanation
-    text: str
+    text: Text
     #: per layer, LoRA dropout masks and DoRA outputs per token
     extras: dict[int, float]
     #: per layer: merged expert weights kept for backward
@@ -232,7 +338,7 @@ def _saved_per_layer(
     b, s = work.micro_batch, work.seq_len
     tokens = b * s
     per_layer = []
-    text = ""
+    rule = Text("")
     extras = _adapter_extras(work, adapted, adapter_bytes)
     inputs: dict[int, int] = {}
     merged: dict[int, int] = {}  # per layer: merged expert weights kept for backward
@@ -245,7 +351,7 @@ def _saved_per_layer(
             # (traced: Qwen3-30B-A3B, 2.0 B per adapted expert parameter and layer)
             merged[t.layer] = merged.get(t.layer, 0) + 2 * t.numel
     for layer in arch.layers:
-        per_tok, text = _layer_bytes_per_token(
+        per_tok, rule = _layer_bytes_per_token(
             arch, layer, lora, inputs.get(layer.index, 0) if adapter_copy_bytes else None
         )
         per_tok += extras.get(layer.index, 0.0)
@@ -258,7 +364,7 @@ def _saved_per_layer(
             layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
         layer_b += (merged.get(layer.index, 0) + kept_w.get(layer.index, 0)) / tp
         per_layer.append(layer_b)
-    return _Layers(per_layer, text, extras, merged)
+    return _Layers(per_layer, rule, extras, merged)
 
 
 @dataclass(frozen=True)
@@ -270,8 +376,8 @@ class _Kept:
     recompute: float
     #: autocast's weight copies autograd keeps (the rest only autocast's cache holds)
     amp_saved: float
-    how: str
-    #: with checkpointing, the explanation before any layer is recomputed
+    how: Text
+    #: with checkpointing, the explanation before any layer is recomputed (else "")
     resident_how: str
 
 
@@ -300,31 +406,23 @@ def _kept_for_backward(
         recompute = max(ckpt) + merged_grad
         amp_saved = amp_copies * len(kept_layers) / max(1, len(per_layer))
         total = sum(kept_layers) + rb * arch.hidden * tokens * len(ckpt) + recompute + outside + amp_saved + amp_layer
-        how = (
-            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
-            f"{len(kept_layers)} layers with all their activations (up to {max(per_layer) / MIB:.0f} MiB each) + "
-            "one layer recomputed"
+        how = SELECTIVE(
+            k=k, inputs=len(ckpt), bytes=rb, tokens=tokens, full=len(kept_layers), layer_mib=max(per_layer) / MIB
         )
-        resident_how = (
-            f"selective checkpointing every {k} layers: {len(ckpt)} layer inputs ({rb} B x h x {tokens} tokens each) + "
-            f"{len(kept_layers)} layers with all their activations; no layer recomputed yet"
-        )
+        resident_how = SELECTIVE_RESIDENT(k=k, inputs=len(ckpt), bytes=rb, tokens=tokens, full=len(kept_layers))
     elif work.grad_checkpointing:
         # only each layer's input survives the forward; one layer is recomputed at a time in backward
         recompute = max(per_layer) + merged_grad
         amp_saved = 0.0
         total = sum(rb * arch.hidden * tokens for _ in per_layer) + recompute + outside + amp_layer
-        how = (
-            f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each) + one layer "
-            f"recomputed ({recompute / MIB:.0f} MiB)"
-        )
-        resident_how = (
-            f"gradient checkpointing: {arch.n_layers} layer inputs ({rb} B x h x {tokens} tokens each); no layer "
-            "recomputed yet"
-        )
+        how = CHECKPOINTING(layers=arch.n_layers, bytes=rb, tokens=tokens, recompute_mib=recompute / MIB)
+        resident_how = CHECKPOINTING_RESIDENT(layers=arch.n_layers, bytes=rb, tokens=tokens)
     else:
         total = sum(per_layer) + outside + amp_copies
-        how = f"{arch.n_layers} layers x {tokens} tokens ({layers.text})"
+        rule = layers.text
+        last = rule.parts[-1] if rule.parts else rule
+        message = LAYERS_LORA_LAST if last in (LORA_FROZEN, LORA_FP32_INPUTS) else LAYERS
+        how = message(layers=arch.n_layers, tokens=tokens, rule=rule)
     return _Kept(total, recompute, amp_saved, how, resident_how)
 
 
@@ -337,28 +435,23 @@ def _what_else_is_kept(
     amp_copies: float,
     adapter_bytes: int,
     kept_label: str,
-) -> str:
-    """The explanation's notes on what the layers keep besides the per-token rule."""
-    how = ""
+) -> list[str]:
+    """The explanation's notes on what the layers keep besides the per-token rule (its clauses)."""
+    how: list[str] = []
     extras, merged = layers.extras, layers.merged
     if extras:
-        how += "; LoRA dropout masks (1 B per adapted input)" if work.lora_dropout > 0 else ""
-        how += (
-            f"; DoRA's saved base, adapter and scaled outputs ({2 + 2 * adapter_bytes} B per adapted output)"
-            if work.dora
-            else ""
-        )
+        if work.lora_dropout > 0:
+            how.append(DROPOUT_MASKS)
+        if work.dora:
+            how.append(DORA_OUTPUTS(bytes=2 + 2 * adapter_bytes))
     if kept_w:
-        how += f"; {kept_label} (2 B per parameter) for backward"
+        how.append(kept_label)
     if merged:
-        how += "; LoRA on experts: each layer's merged expert weights (W + BA, 2 B per parameter) kept for backward"
+        how.append(MERGED_EXPERTS)
     if work.attention == "eager":
-        how += "; eager attention adds 6.2 B x heads x s x kept keys per layer"
-        how += " (+2 B for the soft-capped scores)" if arch.attn_softcap else ""
+        how.append(EAGER_SOFTCAP if arch.attn_softcap else EAGER)
     if prec.amp:
-        how += f"; AMP: fp32 residual stream (x{prec.activ_scale})" + (
-            " and autocast's bf16 weight copies" if amp_copies else ""
-        )
+        how.append((AMP_RESIDUAL_COPIES if amp_copies else AMP_RESIDUAL)(scale=prec.activ_scale))
     return how
 
 
@@ -381,11 +474,8 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
     b, s = work.micro_batch, work.seq_len
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
-    fwd_text = "10 x batch x seq x vocab B at the end of forward: 16-bit logits, fp32 upcast, log-softmax"
-    loss_text = (
-        f"12 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: fp32 log-softmax saved, "
-        "its gradient and the nll gradient (HF Trainer drops the 16-bit logits)"
-    )
+    fwd_text: str = LOSS_FORWARD
+    loss_text: str = LOSS_BACKWARD(batch=b, seq=s, vocab=arch.vocab)
     elem = 4
     if not arch.logits_fp32 and deepspeed and not work.chunked_loss:
         elem = 2
@@ -393,26 +483,19 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
         # the cross-entropy to fp32): log-softmax, its gradient and the input gradient are all 16-bit
         loss = 6 * b * s * arch.vocab
         loss_fwd = 6 * b * s * arch.vocab
-        fwd_text = "6 x batch x seq x vocab B at the end of forward: 16-bit logits, shifted copy, log-softmax"
-        loss_text = (
-            f"6 x batch {b} x seq {s} x vocab {arch.vocab} B at the start of backward: the model's loss keeps the "
-            "logits in 16 bits and DeepSpeed runs without autocast (16-bit logits, shifted copy and log-softmax; "
-            "then the log-softmax, its gradient and the input gradient)"
-        )
+        fwd_text = LOSS_FORWARD_16BIT
+        loss_text = LOSS_BACKWARD_16BIT(batch=b, seq=s, vocab=arch.vocab)
     if arch.logit_softcap and not work.chunked_loss:
         # Gemma 2: logits / cap -> tanh -> x cap before the loss; tanh keeps its 16-bit output for backward
         loss += 2 * b * s * arch.vocab
         loss_fwd += 2 * b * s * arch.vocab
-        fwd_text += "; the soft-capping's tanh output (2 B)"
-        loss_text += f"; the soft-capping's tanh output (2 x batch {b} x seq {s} x vocab {arch.vocab} B)"
+        fwd_text = join("; ", fwd_text, SOFTCAP_FORWARD)
+        loss_text = join("; ", loss_text, SOFTCAP_BACKWARD(batch=b, seq=s, vocab=arch.vocab))
     if work.chunked_loss:
         # 16-bit logits of the whole sequence, and the fp32 loss terms for one of 8 chunks at a time
         elem = 2
         loss = 2 * b * s * arch.vocab + 12 * b * s * arch.vocab // 8
         loss_fwd = 2 * b * s * arch.vocab + 10 * b * s * arch.vocab // 8
-        fwd_text = "chunked cross-entropy at the end of forward: 16-bit logits and one chunk's fp32 loss terms"
-        loss_text = (
-            f"chunked cross-entropy: 16-bit logits (2 x batch {b} x seq {s} x vocab {arch.vocab} B) and the fp32 "
-            "log-softmax and gradients of one chunk in 8"
-        )
+        fwd_text = CHUNKED_FORWARD
+        loss_text = CHUNKED_BACKWARD(batch=b, seq=s, vocab=arch.vocab)
     return LossHead(loss, loss_fwd, loss_text, fwd_text, elem)

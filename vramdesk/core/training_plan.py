@@ -28,7 +28,8 @@ TRAINABLE_BASES = frozenset({"gptq", "awq", "bnb4", "int8"})
 
 class TrainingError(ValueError):
     """Options that cannot go together, named on both sides: ``args[0]`` is the message's
-    :class:`~vramdesk.core.messages.Text` (its id and values) when it is one of the refusals below."""
+    :class:`~vramdesk.core.messages.Text` (its id and values): one of the refusals below, or the LoRA target's or
+    the weight format's own message passed on (a plain string where that layer has no id for it yet)."""
 
 
 QLORA_UNQUANTISED = Message(
@@ -99,7 +100,7 @@ def _label(facts: ModelFacts, base: str | WeightFormat) -> str:
     try:
         return parse_weight_format(base, base_dtype=dtype if dtype in ("bf16", "fp16") else "bf16").label
     except FormatError as err:
-        raise TrainingError(str(err)) from err
+        raise TrainingError(_carried(err)) from err
 
 
 def _check_base(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFormat) -> None:
@@ -126,18 +127,24 @@ def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightF
     try:
         check_targets(facts, work.lora_targets)
     except LoraTargetError as err:
-        raise TrainingError(str(err)) from err
+        raise TrainingError(_carried(err)) from err
     if base == "auto":
         # (the 16-bit, fp32 or NF4 base the method picks stores every tensor)
         return
     try:
         fmt = base if isinstance(base, WeightFormat) else parse_weight_format(base, base_dtype="bf16")
     except FormatError as err:
-        raise TrainingError(str(err)) from err
+        raise TrainingError(_carried(err)) from err
     # a format that cannot store one of the text model's tensors (a GGUF type whose blocks do not divide a row,
     # an AWQ GEMV group size without a layout) says so when it prices them: the frozen base's bytes, which
     # what_trains reads back from the same cache on the model's facts
     facts.weights(fmt, frozenset({"text"}))
+
+
+def _carried(err: ValueError) -> str:
+    """The message of an error passed on as a refusal: its :class:`~vramdesk.core.messages.Text` (id and values
+    kept, so that the window translates it by id), else its English."""
+    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else str(err)
 
 
 def _check_parallelism(facts: ModelFacts, par: Parallelism) -> None:

@@ -14,12 +14,42 @@ from typing import TYPE_CHECKING
 
 from .inventory import Tensor
 from .lora import LINEAR_ROLES, lora_parameters, lora_targets
+from .messages import Message, free, join, text
 from .optimizers import optimizer_bytes
+from .parallel import with_note
 from .scenario import FinetuneWorkload, Parallelism
 from .weight_format import WeightFormat, parse_weight_format
 
 if TYPE_CHECKING:
     from .facts import ModelFacts
+
+
+PURE = Message("training.precision.pure", "pure {dtype}: parameters, gradients and optimizer states in {dtype}")
+FP32 = text("training.precision.fp32", "fp32 everywhere")
+#: ``{name}``: the precision's option value (amp-bf16, amp-fp16)
+AMP = Message(
+    "training.precision.amp", "{name}: fp32 parameters (master weights), fp32 gradients and states, autocast to 16 bits"
+)
+FULL_WEIGHTS = Message("training.weights.full", "{params:,} parameters x {bytes} B ({precision})")
+#: ``{format}``: the frozen base's weight-format label (weight_format's, as it gives it)
+FROZEN_BASE = Message(
+    "training.weights.frozen_base",
+    "frozen base {params:,} params in {format} + {trainable:,} LoRA parameters (rank {rank}, {matrices} target "
+    "matrices) in {adapter}",
+)
+ADAPTER_DEEPSPEED = text("training.adapter_dtype.deepspeed", "16-bit (DeepSpeed) with fp32 master weights")
+ADAPTER_FP32 = text("training.adapter_dtype.fp32", "fp32")
+ADAPTER_BASE_FP32 = text("training.adapter_dtype.base_fp32", "the base dtype (fp32)")
+ADAPTER_BASE_16BIT = text("training.adapter_dtype.base_16bit", "the base dtype (16-bit)")
+KBIT_CAST = Message(
+    "training.weights.kbit_cast", "{params:,} unquantised parameters cast to fp32 by prepare_model_for_kbit_training"
+)
+TRAINED_COPIES = Message("training.weights.trained_copies", "trained copies of {copies}")
+#: one modules_to_save copy: ``{name}`` is the module's name in the checkpoint
+TRAINED_COPY = Message("training.weights.trained_copy", "{name} ({params:,} parameters)")
+#: the trainable copy of a tied lm_head (it has no tensor of its own to name)
+TIED_HEAD = text("training.weights.tied_head", "lm_head (tied)")
+BIASES = Message("training.weights.biases", "{params:,} bias parameters trained (lora_bias={lora_bias})")
 
 
 @dataclass(frozen=True)
@@ -34,12 +64,10 @@ class Precision:
 
 def precision(name: str) -> Precision:
     if name in ("bf16", "fp16"):
-        return Precision(2, 2, 2, 1.0, False, f"pure {name}: parameters, gradients and optimizer states in {name}")
+        return Precision(2, 2, 2, 1.0, False, PURE(dtype=name))
     if name == "fp32":
-        return Precision(4, 4, 4, 2.0, False, "fp32 everywhere")
-    return Precision(
-        4, 4, 4, 1.15, True, f"{name}: fp32 parameters (master weights), fp32 gradients and states, autocast to 16 bits"
-    )
+        return Precision(4, 4, 4, 2.0, False, FP32)
+    return Precision(4, 4, 4, 1.15, True, AMP(name=name))
 
 
 @dataclass(frozen=True)
@@ -169,7 +197,7 @@ def what_trains(
             other_param_bytes=0,
             other_state_bytes=0,
             other_step_temp_bytes=0,
-            weights_explain=f"{all_params:,} parameters x {prec.weights} B ({prec.label})",
+            weights_explain=FULL_WEIGHTS(params=all_params, bytes=prec.weights, precision=prec.label),
         ),
         base=FrozenBase(),
         backward=BackwardKeeps(
@@ -188,6 +216,7 @@ class _StoredBase:
     float_bytes: int
     #: prepare_model_for_kbit_training cast the unquantised parameters (and so the residual stream) to fp32
     kbit_cast: bool
+    #: what that cast adds (a clause of the weights' explanation), else ""
     kbit_note: str
 
 
@@ -215,8 +244,7 @@ def _stored_base(
         # never calls it for sharded QLoRA (FSDP / ZeRO-3: the 4-bit weights must keep one storage dtype)
         unquantised = base.params - base.quantized_params
         base_bytes += 2 * unquantised
-        kbit_note = f"; {unquantised:,} unquantised parameters cast to fp32 by prepare_model_for_kbit_training"
-        return _StoredBase(fmt, base_bytes, 4, True, kbit_note)
+        return _StoredBase(fmt, base_bytes, 4, True, KBIT_CAST(params=unquantised))
     return _StoredBase(fmt, base_bytes, base_float, False, "")
 
 
@@ -301,26 +329,31 @@ def _adapters_train(
     # adapters: fp32 (peft >= 0.12 autocast_adapter_dtype, and always on a quantised base whose weight is not
     # a float tensor), else the base's dtype; DeepSpeed makes them 16-bit with fp32 master copies
     if deepspeed:
-        a_b, state_b, adapter_label = 2, 4, "16-bit (DeepSpeed) with fp32 master weights"
+        a_b, state_b, adapter_label = 2, 4, ADAPTER_DEEPSPEED
     elif work.adapter_dtype == "fp32" or quantised:
-        a_b, state_b, adapter_label = 4, 4, "fp32"
+        a_b, state_b, adapter_label = 4, 4, ADAPTER_FP32
     else:
         a_b = state_b = stored.float_bytes
-        adapter_label = f"the base dtype ({'fp32' if a_b == 4 else '16-bit'})"
+        adapter_label = ADAPTER_BASE_FP32 if a_b == 4 else ADAPTER_BASE_16BIT
     frozen_kept, gptq_largest, gptq_bits = _frozen_weights_kept(fmt, text_tensors, amp_fp32, par)
     lora_fp32_inputs, adapter_copy_b = _adapter_inputs(work, par, fmt, amp_fp32, a_b)
     saved, bias_params = _saved_modules(facts, work, chosen)
     saved_params = sum(n for _, n in saved)
     e_b = 2 if deepspeed else stored.float_bytes
     all_params = sum(t.numel for t in text_tensors)
-    w_explain = (
-        f"frozen base {all_params:,} params in {fmt.label} + {trainable:,} LoRA parameters "
-        f"(rank {work.lora_rank}, {len(chosen)} target matrices) in {adapter_label}{stored.kbit_note}"
+    w_explain = with_note(
+        FROZEN_BASE(
+            params=all_params,
+            format=free(fmt.label),
+            trainable=trainable,
+            rank=work.lora_rank,
+            matrices=len(chosen),
+            adapter=adapter_label,
+        ),
+        stored.kbit_note,
+        TRAINED_COPIES(copies=join(", ", *(TRAINED_COPY(name=name, params=n) for name, n in saved))) if saved else "",
+        BIASES(params=bias_params, lora_bias=work.lora_bias) if bias_params else "",
     )
-    if saved:
-        w_explain += "; trained copies of " + ", ".join(f"{name} ({n:,} parameters)" for name, n in saved)
-    if bias_params:
-        w_explain += f"; {bias_params:,} bias parameters trained (lora_bias={work.lora_bias})"
     matrices: list[tuple[int, ...]] = []
     for t in chosen:
         matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
@@ -386,7 +419,7 @@ def _saved_modules(
         else:
             head = [t for t in text if t.role == "lm_head"]
             # a tied lm_head shares the embedding matrix; modules_to_save copies it into its own trainable matrix
-            saved += [(t.name, t.numel) for t in head] or [("lm_head (tied)", t.numel) for t in embed[:1]]
+            saved += [(t.name, t.numel) for t in head] or [(TIED_HEAD, t.numel) for t in embed[:1]]
     biases = [t for t in text if t.role == "bias"]
     if work.lora_bias == "lora_only":
         adapted = {t.name.removesuffix(".weight") for t in chosen}

@@ -10,9 +10,33 @@ from collections.abc import Sequence
 from .architecture import Architecture
 from .inventory import Tensor
 from .lora import LINEAR_ROLES
+from .messages import Message, text
 from .result import Category, Component
 from .scenario import FinetuneWorkload
 from .training_state import Trained
+
+BNB_DEQUANTISED = text(
+    "training.transient.bnb_dequantised", "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul"
+)
+AWQ_DEQUANTISED = Message(
+    "training.transient.awq_dequantised",
+    "AutoAWQ dequantises one 4-bit matrix to 16 bits in backward and repeats it for each of the {batch} sequences "
+    "of the micro-batch",
+)
+GPTQ_UNPACKING = Message(
+    "training.transient.gptq_unpacking",
+    "auto_gptq unpacks the largest {bits}-bit matrix ({elements:,} elements) to int32 and int{narrow_bits} before "
+    "scaling it to 16 bits: {bytes} B per element for a moment",
+)
+LORA_INPUT_CAST = Message(
+    "training.transient.lora_input_cast",
+    "peft's fp32 cast of the widest adapted input ({features:,} features x {tokens:,} tokens), alive next to its "
+    "dropout copy while the layer runs",
+)
+DORA_NORM = text(
+    "training.transient.dora_norm",
+    "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
+)
 
 
 def comp(name: str, value: float, cat: Category, explain: str) -> Component:
@@ -39,7 +63,7 @@ def matmul_transients(
                 "dequantised matrix",
                 2 * widest_matrix,
                 "activations",
-                "bitsandbytes dequantises one 4-bit matrix to 16 bits per matmul",
+                BNB_DEQUANTISED,
             )
         )
     elif base_kind == "awq":
@@ -50,8 +74,7 @@ def matmul_transients(
                 "dequantised matrix",
                 2 * (1 + b) * widest_matrix,
                 "activations",
-                f"AutoAWQ dequantises one 4-bit matrix to 16 bits in backward and repeats it for each of the {b} "
-                "sequences of the micro-batch",
+                AWQ_DEQUANTISED(batch=b),
             )
         )
     #: transient tensors of a forward matmul, in the forward and in the recompute of a checkpointed layer
@@ -64,8 +87,7 @@ def matmul_transients(
                 "GPTQ unpacking",
                 (4 + narrow) * gptq_largest,
                 "activations",
-                f"auto_gptq unpacks the largest {gptq_bits}-bit matrix ({gptq_largest:,} elements) to int32 and "
-                f"int{8 * narrow} before scaling it to 16 bits: {4 + narrow} B per element for a moment",
+                GPTQ_UNPACKING(bits=gptq_bits, elements=gptq_largest, narrow_bits=8 * narrow, bytes=4 + narrow),
             ),
         )
     if adapter_copy_b == 4 and work.lora_dropout > 0 and chosen:
@@ -77,8 +99,7 @@ def matmul_transients(
                 "LoRA input cast",
                 4 * widest * b * s / tp,
                 "activations",
-                f"peft's fp32 cast of the widest adapted input ({widest:,} features x {b * s:,} tokens), alive next "
-                "to its dropout copy while the layer runs",
+                LORA_INPUT_CAST(features=widest, tokens=b * s),
             ),
         )
     if chosen and work.dora:
@@ -88,7 +109,7 @@ def matmul_transients(
                 "DoRA weight norm",
                 4 * biggest,
                 "activations",
-                "DoRA builds W + scale x BA in fp32 for the column norms of one adapted matrix at a time",
+                DORA_NORM,
             )
         )
     return dequantised, unpack, forward_only

@@ -60,8 +60,10 @@ import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from . import weight_format_text as T
 from .dtype_names import _BASE_DTYPES, DTYPE_BYTES, ROLES, FormatError, _base_dtype, _known, normalize_dtype
 from .gguf import _GGUF_MIX_ALIASES, _GGUF_MIXES, GGUF_TYPES, GgufModelInfo, _gguf_mix, gguf_mix_type, gguf_tensor_bytes
+from .messages import Text, free
 
 __all__ = [
     "WeightFormat",
@@ -145,7 +147,7 @@ def _matcher(patterns: tuple[str, ...]) -> _Matcher:
         try:
             compiled.append(re.compile(source))
         except re.error as exc:
-            raise FormatError(f"bad module pattern {p!r}: {exc}") from None
+            raise FormatError(T.BAD_PATTERN(pattern=p, error=str(exc))) from None
     return _Matcher(frozenset(plain), tuple(compiled))
 
 
@@ -153,13 +155,13 @@ def _check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     if not isinstance(shape, tuple) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
     ):
-        raise FormatError(f"shape must be a tuple of non-negative ints, got {shape!r}")
+        raise FormatError(T.BAD_SHAPE(shape=shape))
     return shape
 
 
 def _check_role(role: str) -> None:
     if role not in ROLES:
-        raise FormatError(f"unknown tensor role {role!r} (known: {_known(ROLES)})")
+        raise FormatError(T.UNKNOWN_ROLE(role=role, known=_known(ROLES)))
 
 
 @dataclass(frozen=True)
@@ -211,22 +213,22 @@ class WeightFormat:
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
-            raise FormatError(f"unknown format kind {self.kind!r} (known: {_known(_KINDS)})")
+            raise FormatError(T.UNKNOWN_KIND(kind=self.kind, known=_known(_KINDS)))
         if self.base_dtype not in _BASE_DTYPES:
-            raise FormatError(f"base dtype must be one of fp32, bf16, fp16, got {self.base_dtype!r}")
+            raise FormatError(T.BAD_BASE_DTYPE(dtype=self.base_dtype))
         bad = self.quantized_roles - ROLES
         if bad:
-            raise FormatError(f"unknown tensor roles {_known(bad)} (known: {_known(ROLES)})")
+            raise FormatError(T.UNKNOWN_ROLES(roles=_known(bad), known=_known(ROLES)))
         if self.kind == "gguf" and self.layout not in _GGUF_MIXES:
-            raise FormatError(f"unknown GGUF file type {self.layout!r} (known: {_known(_GGUF_MIXES)})")
+            raise FormatError(T.UNKNOWN_GGUF_TYPE(layout=self.layout, known=_known(_GGUF_MIXES)))
         for p in (*self.skip_patterns, *self.include_patterns):
             if not isinstance(p, str):
-                raise FormatError(f"module patterns must be strings, got {p!r}")
+                raise FormatError(T.PATTERN_NOT_STR(pattern=p))
             if p.startswith("re:"):
                 try:
                     re.compile(p[3:])
                 except re.error as exc:
-                    raise FormatError(f"bad regular expression in module pattern {p!r}: {exc}") from None
+                    raise FormatError(T.BAD_REGEX(pattern=p, error=str(exc))) from None
 
     # -- which tensors ------------------------------------------------------------------------------
 
@@ -262,7 +264,7 @@ class WeightFormat:
         if self.scale_layout == "group":
             g = self.group_size if self.group_size is not None and self.group_size > 0 else in_
             return out * _ceil_div(in_, g)
-        raise FormatError(f"format {self.name}: unknown scale layout {self.scale_layout!r}")
+        raise FormatError(T.UNKNOWN_SCALE_LAYOUT(name=self.name, layout=self.scale_layout))
 
     def _n_groups(self, in_: int) -> int:
         g = self.group_size if self.group_size is not None and self.group_size > 0 else in_
@@ -293,7 +295,7 @@ class WeightFormat:
                 g = self.group_size or 128
                 mult = 1 if g >= 128 else {64: 2, 32: 4}.get(g, 0)
                 if not mult:
-                    raise FormatError(f"AWQ {self.layout} supports group sizes 32, 64 and >= 128, not {g}")
+                    raise FormatError(T.AWQ_GEMV_GROUP(layout=self.layout, group=g))
                 zw = _ceil_div(_ceil_div(in_ // g, pack), mult) * mult
                 if self.layout == "gemv":
                     # WQLinear_GEMV: qweight int32 (out, in/pack), qzeros int32 (out, zw),
@@ -338,7 +340,7 @@ class WeightFormat:
             else:
                 total = n + scales * scale + (scales if self.zero_points else 0)
             return total + (in_ * 4 if self.g_idx else 0) + self.extra_bytes
-        raise FormatError(f"format {self.name} has no quantised layout")
+        raise FormatError(T.NO_QUANTISED_LAYOUT(name=self.name))
 
     def tensor_bytes(
         self,
@@ -373,7 +375,7 @@ class WeightFormat:
     ) -> str:
         """GGUF formats: the ggml type this tensor gets (1-D tensors are F32)."""
         if self.kind != "gguf":
-            raise FormatError(f"format {self.name} is not a GGUF mix")
+            raise FormatError(T.NOT_GGUF(name=self.name))
         _check_role(role)
         if len(_check_shape(shape)) < 2:
             return "F32"
@@ -414,22 +416,21 @@ class WeightFormat:
 # --------------------------------------------------------------------------------------------------
 
 
-def _bits_text(fmt: WeightFormat, shape: tuple[int, int] = (4096, 4096)) -> str:
-    return f"{fmt.bits_per_element(shape):.4g} bits per weight at {shape[0]}x{shape[1]}"
-
-
 def _finish(fmt: WeightFormat, layout_text: str) -> WeightFormat:
-    """Fill in ``explain`` with the layout sentence and the bits it works out to."""
+    """Fill in ``explain`` with the layout sentence and the bits it works out to (at 4096 x 4096)."""
     if fmt.kind == "float" or (fmt.kind == "gguf" and _GGUF_MIXES[fmt.layout] in ("F32", "F16", "BF16")):
         return replace(fmt, explain=layout_text)
-    return replace(fmt, explain=f"{layout_text} (= {_bits_text(fmt)}).")
+    rows, cols = 4096, 4096
+    bits = fmt.bits_per_element((rows, cols))
+    return replace(fmt, explain=T.WITH_BITS(layout=free(layout_text), bits=bits, rows=rows, cols=cols))
 
 
 def _float_format(dtype: str) -> WeightFormat:
     nbytes = int(DTYPE_BYTES[dtype])
+    label = T.LABEL_FLOAT(dtype=dtype.upper())
     return _finish(
-        WeightFormat(dtype, f"{dtype.upper()} (unquantised)", "float", dtype, None, None, frozenset(), (), ""),
-        f"every tensor stored as {dtype}: {nbytes} bytes ({nbytes * 8} bits) per element.",
+        WeightFormat(dtype, label, "float", dtype, None, None, frozenset(), (), ""),
+        T.FLOAT(dtype=dtype, bytes=nbytes, bits=nbytes * 8),
     )
 
 
@@ -441,11 +442,11 @@ def _fp8_format(
     static_act: bool = False,
 ) -> WeightFormat:
     extra = 4 if static_act else 0
-    act = " + one fp32 activation scale per Linear" if static_act else ""
+    text: Text
     if block is None:
         fmt = WeightFormat(
             "fp8",
-            "FP8 (e4m3), per-tensor scale",
+            T.LABEL_FP8(),
             "fp8",
             base,
             8,
@@ -456,13 +457,13 @@ def _fp8_format(
             scale_layout="tensor",
             extra_bytes=extra,
         )
-        text = f"fp8 e4m3 weight (1 B per element) + one fp32 weight_scale per matrix{act}"
+        text = T.FP8_TENSOR()
     else:
         bo, bi = block
         name = "fp8-block" if block == (128, 128) else f"fp8-block-{bo}x{bi}"
         fmt = WeightFormat(
             name,
-            f"FP8 (e4m3), {bo}x{bi} block scales",
+            T.LABEL_FP8_BLOCK(rows=bo, cols=bi),
             "fp8",
             base,
             8,
@@ -474,17 +475,14 @@ def _fp8_format(
             block=block,
             extra_bytes=extra,
         )
-        text = (
-            f"fp8 e4m3 weight (1 B per element) + fp32 weight_scale_inv per {bo}x{bi} block "
-            f"(ceil(out/{bo})*ceil(in/{bi}) scales, DeepSeek-V3 / Qwen FP8 layout){act}"
-        )
-    return _finish(fmt, text)
+        text = T.FP8_BLOCK(rows=bo, cols=bi)
+    return _finish(fmt, T.FP8_ACTIVATION_SCALE(layout=text) if static_act else text)
 
 
 def _fbgemm_fp8_format(base: str, skip: tuple[str, ...]) -> WeightFormat:
     fmt = WeightFormat(
         "fp8-channel",
-        "FP8 (e4m3), per-channel scale (fbgemm)",
+        T.LABEL_FP8_CHANNEL(),
         "fp8",
         base,
         8,
@@ -494,17 +492,17 @@ def _fbgemm_fp8_format(base: str, skip: tuple[str, ...]) -> WeightFormat:
         "",
         scale_layout="channel",
     )
-    return _finish(fmt, "fbgemm_fp8: fp8 e4m3 weight (1 B per element) + fp32 weight_scale per output row")
+    return _finish(fmt, T.FP8_CHANNEL())
 
 
 def _int8_format(base: str, skip: tuple[str, ...] = ()) -> WeightFormat:
-    fmt = WeightFormat("int8", "bitsandbytes LLM.int8 (8-bit)", "int8", base, 8, None, _BNB_ROLES, skip, "")
-    return _finish(fmt, "bitsandbytes LLM.int8: int8 weight (1 B per element) + fp32 SCB absmax per output row")
+    fmt = WeightFormat("int8", T.LABEL_INT8(), "int8", base, 8, None, _BNB_ROLES, skip, "")
+    return _finish(fmt, T.INT8())
 
 
 def _bnb4_format(base: str, quant_type: str, double: bool, skip: tuple[str, ...] = ()) -> WeightFormat:
     name = quant_type + ("-dq" if double else "")
-    label = f"bitsandbytes {quant_type.upper()} 4-bit" + (", double quant" if double else "")
+    label = (T.LABEL_BNB4_DQ if double else T.LABEL_BNB4)(quant_type=quant_type.upper())
     fmt = WeightFormat(
         name,
         label,
@@ -518,22 +516,12 @@ def _bnb4_format(base: str, quant_type: str, double: bool, skip: tuple[str, ...]
         layout=quant_type,
         double_quant=double,
     )
-    if double:
-        text = (
-            f"bitsandbytes {quant_type}: 4-bit codes (2 per uint8) + uint8 absmax per 64 values + fp32 "
-            "nested absmax per 256 absmax + fp32 offset, 16-entry quant_map and 256-entry "
-            "nested_quant_map per tensor"
-        )
-    else:
-        text = (
-            f"bitsandbytes {quant_type}: 4-bit codes (2 per uint8) + fp32 absmax per 64 values + "
-            "16-entry fp32 quant_map per tensor"
-        )
-    return _finish(fmt, text)
+    return _finish(fmt, (T.BNB4_DQ if double else T.BNB4)(quant_type=quant_type))
 
 
-def _group_text(g: int) -> str:
-    return "per-channel" if g == -1 else f"group {g}"
+def _group_text(g: int) -> Text:
+    """ "group 128", or "per-channel" for -1 (one group per row)."""
+    return T.PER_CHANNEL() if g == -1 else T.GROUP(group=g)
 
 
 def _gptq_format(
@@ -547,20 +535,17 @@ def _gptq_format(
     desc_act: bool = False,
 ) -> WeightFormat:
     if bits not in (2, 3, 4, 8):
-        raise FormatError(f"GPTQ bits must be 2, 3, 4 or 8, got {bits}")
+        raise FormatError(T.GPTQ_BITS(bits=bits))
     if group == 0 or group < -1:
-        raise FormatError(f"GPTQ group_size must be a positive integer or -1, got {group}")
+        raise FormatError(T.GPTQ_GROUP(group=group))
     name = f"gptq-int{bits}" + ("" if group == 128 else f"-g{group}")
     roles = _GPTQ_ROLES | {"lm_head"} if lm_head else _GPTQ_ROLES
-    label = f"GPTQ {bits}-bit, {_group_text(group)}" + (", act-order" if desc_act else "")
+    label = T.LABEL_GPTQ_CHANNEL(bits=bits) if group == -1 else T.LABEL_GPTQ(bits=bits, group=group)
+    if desc_act:
+        label = T.LABEL_ACT_ORDER(label=label)
     fmt = WeightFormat(name, label, "gptq", base, bits, group, roles, skip, "", include_patterns=include)
-    g = "in" if group == -1 else str(group)
-    return _finish(
-        fmt,
-        f"GPTQ (AutoGPTQ/gptqmodel): qweight int32 packing {bits}-bit values along in "
-        f"+ qzeros int32 packed along out and fp16 scales per {g} inputs per output "
-        f"row + int32 g_idx per input column: {bits} + ({bits}+16)/{g} bits per weight + 32 bits per column",
-    )
+    # (per-channel: one group spans the in features)
+    return _finish(fmt, T.GPTQ(bits=bits, group="in" if group == -1 else str(group)))
 
 
 def _awq_format(
@@ -574,15 +559,18 @@ def _awq_format(
     label: str | None = None,
 ) -> WeightFormat:
     if bits != 4:
-        raise FormatError(f"AWQ supports 4-bit weights only, got bits={bits}")
+        raise FormatError(T.AWQ_BITS(bits=bits))
     if group <= 0:
-        raise FormatError(f"AWQ group_size must be a positive integer, got {group}")
+        raise FormatError(T.AWQ_GROUP(group=group))
     canonical = "awq-int4" + ("" if group == 128 else f"-g{group}")
     if version != "gemm":
         canonical += f"-{version.replace('_', '-')}"
     fmt = WeightFormat(
         name or canonical,
-        label or f"AWQ 4-bit, group {group}" + ("" if version == "gemm" else f" ({version.upper()})"),
+        label
+        or (
+            T.LABEL_AWQ(group=group) if version == "gemm" else T.LABEL_AWQ_VERSION(group=group, version=version.upper())
+        ),
         "awq",
         base,
         bits,
@@ -592,68 +580,38 @@ def _awq_format(
         "",
         layout=version,
     )
-    if version == "gemm":
-        text = (
-            f"AWQ GEMM (AutoAWQ WQLinear_GEMM): qweight int32 (in, out/8) + qzeros int32 packed along out "
-            f"and fp16 scales per {group} inputs per output row, no g_idx: 4 + 20/{group} bits per weight"
-        )
-    elif version == "gemv":
-        text = (
-            f"AWQ GEMV (AutoAWQ WQLinear_GEMV): qweight int32 (out, in/8) + qzeros int32 and fp16 scales "
-            f"per {group} inputs per output row, group count padded to a multiple of 8"
-        )
-    else:
-        text = (
-            f"AWQ GEMV_FAST (AutoAWQ WQLinear_GEMVFast): interleaved int16 qweight + fp16 scales and fp16 "
-            f"zeros per {group} inputs per output row, group count padded to a multiple of 8"
-        )
-    return _finish(fmt, text)
+    layout = T.AWQ_GEMM if version == "gemm" else T.AWQ_GEMV if version == "gemv" else T.AWQ_GEMV_FAST
+    return _finish(fmt, layout(group=group))
 
 
 def _generic_int4_format(base: str) -> WeightFormat:
-    return _awq_format(base, 4, 128, name="int4", label="INT4 weight-only, group 128 (AWQ layout)")
+    return _awq_format(base, 4, 128, name="int4", label=T.LABEL_INT4())
 
 
 def _mxfp4_format(base: str, skip: tuple[str, ...] = ()) -> WeightFormat:
-    fmt = WeightFormat("mxfp4", "MXFP4 experts (gpt-oss)", "mxfp4", base, 4, 32, _MXFP4_ROLES, skip, "")
-    return _finish(
-        fmt,
-        "MXFP4 (OCP MX) on expert weights only: e2m1 4-bit values (16 B per 32, '_blocks') + one uint8 "
-        "E8M0 scale per 32 along in ('_scales'): 4 + 8/32 bits per weight",
-    )
+    fmt = WeightFormat("mxfp4", T.LABEL_MXFP4(), "mxfp4", base, 4, 32, _MXFP4_ROLES, skip, "")
+    return _finish(fmt, T.MXFP4())
 
 
 def _nvfp4_format(base: str, skip: tuple[str, ...], extra: int, origin: str) -> WeightFormat:
-    fmt = WeightFormat("nvfp4", f"NVFP4 ({origin})", "nvfp4", base, 4, 16, _LINEAR_ROLES, skip, "", extra_bytes=extra)
-    return _finish(
-        fmt,
-        f"NVFP4 ({origin}): e2m1 4-bit values (2 per byte) + one fp8-e4m3 scale per 16 along in "
-        f"+ {extra} B of fp32 global/input scales per matrix: 4 + 8/16 bits per weight",
-    )
+    label = T.LABEL_NVFP4(origin=origin)
+    fmt = WeightFormat("nvfp4", label, "nvfp4", base, 4, 16, _LINEAR_ROLES, skip, "", extra_bytes=extra)
+    return _finish(fmt, T.NVFP4(origin=origin, extra=extra))
 
 
 def _gguf_format(mix: str) -> WeightFormat:
     m = _gguf_mix(mix)
     base = _GGUF_MIXES[m]
     name = f"gguf-{m}" if base in ("F32", "F16", "BF16") else m
-    fmt = WeightFormat(name, f"GGUF {m.upper()}", "gguf", "fp32", None, None, _GGUF_ROLES, (), "", layout=m)
+    fmt = WeightFormat(name, T.LABEL_GGUF(mix=m.upper()), "gguf", "fp32", None, None, _GGUF_ROLES, (), "", layout=m)
     blk, nbytes = GGUF_TYPES[base]
     if base in ("F32", "F16", "BF16"):
-        text = (
-            f"GGUF {base}: every 2-D+ weight {base}, 1-D tensors, norms, MoE router and conv1d F32 "
-            f"({nbytes * 8} bits per weight, 32 for the F32 ones)"
-        )
+        text = T.GGUF_FLOAT(base=base, bits=nbytes * 8)
     elif m == "mxfp4_moe":
-        text = (
-            "GGUF MXFP4_MOE: expert tensors MXFP4 (17 B per 32), other weights Q8_0 (34 B per 32), "
-            "output Q6_K, 1-D tensors F32"
-        )
+        text = T.GGUF_MXFP4_MOE()
     else:
-        text = (
-            f"GGUF {m.upper()} (llama-quantize mix): default {base} ({nbytes} B per {blk} values), output "
-            f"{'Q8_0' if base == 'Q8_0' else 'Q6_K'}, attn_v/ffn_down/attn_output/attn_qkv raised per "
-            "llama_tensor_get_type, norms, router and 1-D tensors F32"
-        )
+        output = "Q8_0" if base == "Q8_0" else "Q6_K"
+        text = T.GGUF_MIX(mix=m.upper(), base=base, bytes=nbytes, block=blk, output=output)
     return _finish(fmt, text)
 
 
@@ -704,7 +662,7 @@ def parse_weight_format(name: str, *, base_dtype: str = "bf16") -> WeightFormat:
     ``base_dtype`` is the dtype of what stays unquantised (GGUF mixes use F32 for those).
     """
     if not isinstance(name, str):
-        raise FormatError(f"weight format must be a string, got {name!r}")
+        raise FormatError(T.NAME_NOT_STR(name=name))
     key = name.strip().lower()
     base = _base_dtype(base_dtype)
     if key in ("fp32", "bf16", "fp16", "float32", "bfloat16", "float16"):
@@ -717,7 +675,7 @@ def parse_weight_format(name: str, *, base_dtype: str = "bf16") -> WeightFormat:
     if match:
         bo, bi = (int(match.group(1)), int(match.group(2))) if match.group(1) else (128, 128)
         if bo <= 0 or bi <= 0:
-            raise FormatError(f"fp8 block sizes must be positive in {name!r}")
+            raise FormatError(T.FP8_BLOCK_SIZES(name=name))
         return _fp8_format(base, block=(bo, bi))
     if key == "int8":
         return _int8_format(base)
@@ -729,7 +687,7 @@ def parse_weight_format(name: str, *, base_dtype: str = "bf16") -> WeightFormat:
     if match:
         bits = int(match.group(1))
         if bits not in (2, 3, 4, 8):
-            raise FormatError(f"unknown weight format {name!r}: GPTQ bits must be 2, 3, 4 or 8")
+            raise FormatError(T.UNKNOWN_GPTQ_BITS(name=name))
         return _gptq_format(base, bits, int(match.group(2)) if match.group(2) else 128)
     match = _AWQ_RE.match(key)
     if match:
@@ -742,4 +700,4 @@ def parse_weight_format(name: str, *, base_dtype: str = "bf16") -> WeightFormat:
     gguf_key = _GGUF_MIX_ALIASES.get(gguf_key, gguf_key)
     if gguf_key in _GGUF_MIXES and (key.startswith("gguf-") or _GGUF_MIXES[gguf_key] not in ("F32", "F16", "BF16")):
         return _gguf_format(gguf_key)
-    raise FormatError(f"unknown weight format {name!r} (known: {', '.join(known_weight_formats())})")
+    raise FormatError(T.UNKNOWN_FORMAT(name=name, known=", ".join(known_weight_formats())))

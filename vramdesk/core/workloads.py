@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from .messages import Message
+
 Engine = Literal["transformers", "vllm", "llamacpp"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
@@ -18,6 +20,20 @@ SplitMode = Literal["layer", "row"]
 
 #: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
 MAX_TOKENS = 16 * 1024 * 1024
+
+UNKNOWN_SAVED_MODULE = Message(
+    "input.modules_to_save.unknown",
+    "modules_to_save: '{name}' is not a module this estimator trains in full; known: {known}",
+)
+MEAN_ABOVE_MAX = Message(
+    "input.mean_seq_len_above_seq_len",
+    "mean_seq_len {mean} is longer than seq_len {seq_len}: seq_len is the longest batch, mean_seq_len the average "
+    "of the varying ones",
+)
+ADAPTERS_ONLY = Message(
+    "input.adapter_options_with_full",
+    "modules_to_save and lora_bias apply to LoRA / QLoRA; a full fine-tune already trains every module",
+)
 
 
 def option(
@@ -551,10 +567,7 @@ class FinetuneWorkload(_Frozen):
         for name in v:
             kind = SAVED_MODULES.get(name.strip())
             if kind is None:
-                raise ValueError(
-                    f"modules_to_save: '{name}' is not a module this estimator trains in full; "
-                    f"known: {', '.join(SAVED_MODULES)}"
-                )
+                raise ValueError(UNKNOWN_SAVED_MODULE(name=name, known=", ".join(SAVED_MODULES)))
             if kind not in out:
                 out.append(kind)
         return tuple(out)
@@ -562,18 +575,13 @@ class FinetuneWorkload(_Frozen):
     @model_validator(mode="after")
     def _mean_below_max(self) -> FinetuneWorkload:
         if self.mean_seq_len is not None and self.mean_seq_len > self.seq_len:
-            raise ValueError(
-                f"mean_seq_len {self.mean_seq_len} is longer than seq_len {self.seq_len}: seq_len is the longest "
-                "batch, mean_seq_len the average of the varying ones"
-            )
+            raise ValueError(MEAN_ABOVE_MAX(mean=self.mean_seq_len, seq_len=self.seq_len))
         return self
 
     @model_validator(mode="after")
     def _adapters_only(self) -> FinetuneWorkload:
         if self.method == "full" and (self.modules_to_save or self.lora_bias != "none"):
-            raise ValueError(
-                "modules_to_save and lora_bias apply to LoRA / QLoRA; a full fine-tune already trains every module"
-            )
+            raise ValueError(ADAPTERS_ONLY())
         return self
 
 

@@ -17,11 +17,34 @@ from typing import Any
 
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
+from vramdesk.core.messages import Message, join
 from vramdesk.core.quant_config import format_from_quantization_config
+
+RESOURCES_MISSING = Message("catalog.resources_missing", "vramdesk resources not found (looked in {folders})")
+MODEL_NOT_IN_CATALOG = Message("catalog.model_unknown", "model '{model}' is not in the bundled catalog")
+GPU_NOT_IN_CATALOG = Message("catalog.gpu_unknown", "GPU '{gpu}' is not in the GPU catalog")
+GPU_AMBIGUOUS = Message("catalog.gpu_ambiguous", "GPU '{gpu}' is ambiguous: {options}")
+DID_YOU_MEAN = Message("catalog.did_you_mean", "did you mean {names}?")
+TIED_COPY = Message(
+    "catalog.tied_copy",
+    "tie_word_embeddings is true, yet the checkpoint also stores lm_head.weight ({params:,} parameters): the Hub "
+    "lists {stored:,}; transformers ties them on load, so memory counts it once",
+)
+FP8_SCALES = Message(
+    "catalog.fp8_scales",
+    "the checkpoint also stores {scales:,} fp32 scale elements next to its fp8 weights, which the Hub counts as "
+    "parameters",
+)
+PUBLISHED = Message("catalog.published", "published total: {total}")
 
 
 class CatalogError(LookupError):
-    """A name that is not in the catalog; the message suggests close matches."""
+    """A name that is not in the catalog; the message suggests close matches (a
+    :class:`~vramdesk.core.messages.Text`, ``args[0]``)."""
+
+
+def _unknown(message: str, close: list[str]) -> str:
+    return join("; ", message, DID_YOU_MEAN(names=", ".join(close))) if close else message
 
 
 def resources_dir() -> Path:
@@ -34,7 +57,7 @@ def resources_dir() -> Path:
     for c in candidates:
         if (c / "catalog" / "models.json").is_file():
             return c
-    raise FileNotFoundError("vramdesk resources not found (looked in " + ", ".join(map(str, candidates)) + ")")
+    raise FileNotFoundError(RESOURCES_MISSING(folders=", ".join(map(str, candidates))))
 
 
 @dataclass(frozen=True)
@@ -149,8 +172,7 @@ class Catalog:
         m = self.find(model_id)
         if m is None:
             close = difflib.get_close_matches(model_id, [x.id for x in self._models], n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise CatalogError(f"model '{model_id}' is not in the bundled catalog{hint}")
+            raise CatalogError(_unknown(MODEL_NOT_IN_CATALOG(model=model_id), close))
         return m
 
     def config(self, model_id: str) -> dict[str, Any]:
@@ -179,19 +201,13 @@ class Catalog:
             if m.stored_lm_head_copy:
                 extra = facts.arch.vocab * facts.arch.hidden
                 stored = facts.counts.checkpoint + extra
-                notes.append(
-                    f"tie_word_embeddings is true, yet the checkpoint also stores lm_head.weight ({extra:,} "
-                    f"parameters): the Hub lists {stored:,}; transformers ties them on load, so memory counts it once"
-                )
+                notes.append(TIED_COPY(params=extra, stored=stored))
             scales = _fp8_scale_elements(facts)
             if scales:
                 stored = (stored or facts.counts.checkpoint) + scales
-                notes.append(
-                    f"the checkpoint also stores {scales:,} fp32 scale elements next to its fp8 weights, which the "
-                    "Hub counts as parameters"
-                )
+                notes.append(FP8_SCALES(scales=scales))
             if m.published_total:
-                notes.append(f"published total: {m.published_text}")
+                notes.append(PUBLISHED(total=m.published_text))
             hit = ModelFacts(
                 model_id=m.id,
                 arch=facts.arch,
@@ -254,10 +270,9 @@ class Catalog:
             return contains[0]
         options = starts or contains
         if options:
-            raise CatalogError(f"GPU '{name}' is ambiguous: " + ", ".join(g.name for g in options))
+            raise CatalogError(GPU_AMBIGUOUS(gpu=name, options=", ".join(g.name for g in options)))
         close = difflib.get_close_matches(name, [g.name for g in self._gpus], n=3, cutoff=0.4)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise CatalogError(f"GPU '{name}' is not in the GPU catalog{hint}")
+        raise CatalogError(_unknown(GPU_NOT_IN_CATALOG(gpu=name), close))
 
 
 def _fp8_scale_elements(facts: ModelFacts) -> int:

@@ -15,13 +15,78 @@ from typing import Any
 from pydantic import ValidationError
 
 from vramdesk.core import jsonsafe
+from vramdesk.core.messages import Message, Text, free, join
 from vramdesk.core.scenario import Scenario
 
 MAX_BYTES = 1024 * 1024
 
+NOT_WHOLE = Message("deepspeed.not_whole", "'{key}' must be a non-negative whole number or \"auto\", got {value!r}")
+NOT_OBJECT = Message("deepspeed.not_object", "'{key}' must be an object")
+ENABLED_BAD = Message("deepspeed.enabled_bad", "'{key}.enabled' must be true, false or \"auto\", got {value!r}")
+NOT_A_CONFIG = Message("deepspeed.not_a_config", "a DeepSpeed config must be a JSON object")
+UNKNOWN_KEYS = Message("deepspeed.unknown_keys", "unknown key(s): {keys}")
+UNKNOWN_ZERO_KEYS = Message("deepspeed.unknown_zero_keys", "unknown key(s) in zero_optimization: {keys}")
+STAGE_RANGE = Message("deepspeed.stage_range", "'{key}' must be 0-3, got {stage}")
+DEVICE_BAD = Message("deepspeed.device_bad", "'{key}' must be none, cpu or nvme, got {value!r}")
+NEEDS_STAGE = Message("deepspeed.needs_stage", "'{key}' needs stage {stage}")
+BOTH_HALF = Message("deepspeed.both_half", "'bf16' and 'fp16' are both enabled; DeepSpeed refuses that: enable one")
+AT_LEAST = Message("deepspeed.at_least", "'{key}' must be at least {least}, got {value}")
+UNKNOWN_OPTIMIZER = Message(
+    "deepspeed.unknown_optimizer", "optimizer type '{type}' is not one vramdesk models (known: {known})"
+)
+PLAN_REFUSED = Message("deepspeed.plan_refused", "the file's settings do not fit this plan: {problems}")
+FIELD_PROBLEM = Message("deepspeed.field_problem", "'{key}': {problem}")
+NO_SUCH_FILE = Message("deepspeed.no_such_file", "{path}: no such file")
+TOO_LARGE = Message("deepspeed.too_large", "{path}: too large for a DeepSpeed config")
+NOT_JSON = Message("deepspeed.not_json", "{path}: not valid JSON ({problem})")
+FILE_FAILED = Message("deepspeed.file_failed", "{path}: {problem}")
+#: notes: what the file sets that the plan follows differently, or not at all
+HPZ = Message(
+    "deepspeed.note.hpz",
+    "zero_hpz_partition_size {size} (ZeRO++ hpZ) is not modelled: it keeps a second copy of the weights sharded "
+    "over {size} GPUs, about 2 B per parameter / {size} more on each GPU",
+)
+MICS = Message(
+    "deepspeed.note.mics",
+    "mics_shard_size {size} (MiCS) is not modelled: the model states are sharded over groups of {size} GPUs, not "
+    "over all of them, so each GPU holds more than this plan shows",
+)
+QUANTIZED = Message("deepspeed.note.quantized", "{key} (ZeRO++) is not modelled: it changes only communication buffers")
+TUNED = Message(
+    "deepspeed.note.tuned",
+    "{key} read but not modelled: the plan keeps two layers gathered at a time (the lm_head at the loss)",
+)
+TUNED_BOTH = Message(
+    "deepspeed.note.tuned_both",
+    "{key} and {key2} read but not modelled: the plan keeps two layers gathered at a time (the lm_head at the loss)",
+)
+NVME = Message("deepspeed.note.nvme", "{key} to NVMe: planned as host offload (the NVMe swap buffers live in host RAM)")
+NO_HALF = Message(
+    "deepspeed.note.no_half",
+    "no bf16 / fp16 section: DeepSpeed on its own trains such a config in fp32; planned in the plan's precision, "
+    "as the HF Trainer and accelerate add the section from their own mixed-precision flag",
+)
+CHECKPOINTING = Message(
+    "deepspeed.note.checkpointing",
+    "DeepSpeed activation checkpointing options are planned as plain gradient checkpointing",
+)
+#: the summary of a plan (describe_plan)
+SUMMARY_ZERO = Message("deepspeed.summary.zero", "ZeRO-{stage}")
+SUMMARY_NO_ZERO = Message("deepspeed.summary.no_zero", "no ZeRO stage")
+SUMMARY_OFFLOAD = {
+    "optimizer": Message("deepspeed.summary.offload_optimizer", "optimizer offload"),
+    "params": Message("deepspeed.summary.offload_params", "parameter and optimizer offload"),
+}
+SUMMARY_PRECISION = Message("deepspeed.summary.precision", "{precision}")
+SUMMARY_OPTIMIZER = Message("deepspeed.summary.optimizer", "optimizer {optimizer}")
+SUMMARY_MICRO_BATCH = Message("deepspeed.summary.micro_batch", "micro-batch {n}")
+SUMMARY_GRAD_ACCUM = Message("deepspeed.summary.grad_accum", "gradient accumulation {n}")
+SUMMARY_BUCKET = Message("deepspeed.summary.bucket", "reduce_bucket_size {n:,}")
+
 
 class DeepSpeedConfigError(ValueError):
-    """A DeepSpeed config that cannot be used; the message names the file and the key."""
+    """A DeepSpeed config that cannot be used; the message names the file and the key (a
+    :class:`~vramdesk.core.messages.Text`, ``args[0]``)."""
 
 
 _TOP_KEYS = {
@@ -121,7 +186,7 @@ class DeepSpeedPlan:
 
     options: dict[str, Any]
     buckets: dict[str, int] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # (Texts)
 
 
 def _is_auto(v: object) -> bool:
@@ -132,7 +197,7 @@ def _int(v: object, where: str) -> int | None:
     if v is None or _is_auto(v):
         return None
     if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v or v < 0:
-        raise DeepSpeedConfigError(f"'{where}' must be a non-negative whole number or \"auto\", got {v!r}")
+        raise DeepSpeedConfigError(NOT_WHOLE(key=where, value=v))
     return int(v)
 
 
@@ -141,61 +206,52 @@ def _enabled(section: object, where: str) -> bool | None:
     if section is None:
         return None
     if not isinstance(section, Mapping):
-        raise DeepSpeedConfigError(f"'{where}' must be an object")
+        raise DeepSpeedConfigError(NOT_OBJECT(key=where))
     v = section.get("enabled", False)
     if _is_auto(v):
         return None
     if not isinstance(v, bool):
-        raise DeepSpeedConfigError(f"'{where}.enabled' must be true, false or \"auto\", got {v!r}")
+        raise DeepSpeedConfigError(ENABLED_BAD(key=where, value=v))
     return v
 
 
-def _unmodelled(zero: Mapping[str, Any]) -> list[str]:
+def _unmodelled(zero: Mapping[str, Any]) -> list[Text]:
     """Settings that change memory but that the plan does not follow, each said (silence would understate)."""
     notes = []
     hpz = _int(zero.get("zero_hpz_partition_size"), "zero_optimization.zero_hpz_partition_size")
     if hpz and hpz > 1:
-        notes.append(
-            f"zero_hpz_partition_size {hpz} (ZeRO++ hpZ) is not modelled: it keeps a second copy of the weights "
-            f"sharded over {hpz} GPUs, about 2 B per parameter / {hpz} more on each GPU"
-        )
+        notes.append(HPZ(size=hpz))
     mics = zero.get("mics_shard_size")  # (-1, DeepSpeed's default, is off)
     if isinstance(mics, int) and not isinstance(mics, bool) and mics > 0:
-        notes.append(
-            f"mics_shard_size {mics} (MiCS) is not modelled: the model states are sharded over groups of {mics} "
-            "GPUs, not over all of them, so each GPU holds more than this plan shows"
-        )
+        notes.append(MICS(size=mics))
     for key in ("zero_quantized_weights", "zero_quantized_gradients"):
         if zero.get(key) is True:
-            notes.append(f"{key} (ZeRO++) is not modelled: it changes only communication buffers")
+            notes.append(QUANTIZED(key=key))
     tuned = [k for k in ("stage3_max_live_parameters", "stage3_prefetch_bucket_size") if k in zero]
     if tuned and not all(_is_auto(zero[k]) for k in tuned):
-        notes.append(
-            f"{' and '.join(tuned)} read but not modelled: the plan keeps two layers gathered at a time (the lm_head "
-            "at the loss)"
-        )
+        notes.append(TUNED_BOTH(key=tuned[0], key2=tuned[1]) if len(tuned) == 2 else TUNED(key=tuned[0]))
     return notes
 
 
 def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     if not isinstance(data, Mapping):
-        raise DeepSpeedConfigError("a DeepSpeed config must be a JSON object")
+        raise DeepSpeedConfigError(NOT_A_CONFIG())
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
-        raise DeepSpeedConfigError(f"unknown key(s): {', '.join(unknown)}")
+        raise DeepSpeedConfigError(UNKNOWN_KEYS(keys=", ".join(unknown)))
     opts: dict[str, Any] = {"mode": "finetune"}
-    notes: list[str] = []
+    notes: list[Text] = []
     zero = data.get("zero_optimization")
     zero = {} if zero is None else zero
     if not isinstance(zero, Mapping):
-        raise DeepSpeedConfigError("'zero_optimization' must be an object")
+        raise DeepSpeedConfigError(NOT_OBJECT(key="zero_optimization"))
     bad = sorted(set(zero) - _ZERO_KEYS)
     if bad:
-        raise DeepSpeedConfigError("unknown key(s) in zero_optimization: " + ", ".join(bad))
+        raise DeepSpeedConfigError(UNKNOWN_ZERO_KEYS(keys=", ".join(bad)))
     stage = _int(zero.get("stage", 0), "zero_optimization.stage")
     if stage is not None:
         if stage > 3:
-            raise DeepSpeedConfigError(f"'zero_optimization.stage' must be 0-3, got {stage}")
+            raise DeepSpeedConfigError(STAGE_RANGE(key="zero_optimization.stage", stage=stage))
         opts["zero"] = stage
     offload = "none"
     for key, value in (("offload_optimizer", "optimizer"), ("offload_param", "params")):
@@ -203,16 +259,16 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
         if section is None:
             continue
         if not isinstance(section, Mapping):
-            raise DeepSpeedConfigError(f"'zero_optimization.{key}' must be an object")
+            raise DeepSpeedConfigError(NOT_OBJECT(key=f"zero_optimization.{key}"))
         device = str(section.get("device", "none")).lower()
         if device not in ("none", "cpu", "nvme", "auto"):
-            raise DeepSpeedConfigError(f"'zero_optimization.{key}.device' must be none, cpu or nvme, got {device!r}")
+            raise DeepSpeedConfigError(DEVICE_BAD(key=f"zero_optimization.{key}.device", value=device))
         if device in ("cpu", "nvme"):
             offload = value if value == "params" or offload == "none" else offload
             if device == "nvme":
-                notes.append(f"{key} to NVMe: planned as host offload (the NVMe swap buffers live in host RAM)")
+                notes.append(NVME(key=key))
     if offload == "params" and stage != 3:
-        raise DeepSpeedConfigError("'zero_optimization.offload_param' needs stage 3")
+        raise DeepSpeedConfigError(NEEDS_STAGE(key="zero_optimization.offload_param", stage=3))
     opts["offload"] = offload
     buckets = {}
     for key in (
@@ -234,12 +290,9 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     # only sections that are there and all explicitly off mean fp32
     half = {name: _enabled(data.get(name), name) for name in ("bf16", "fp16") if data.get(name) is not None}
     if half.get("bf16") and half.get("fp16"):
-        raise DeepSpeedConfigError("'bf16' and 'fp16' are both enabled; DeepSpeed refuses that: enable one")
+        raise DeepSpeedConfigError(BOTH_HALF())
     if not half:
-        notes.append(
-            "no bf16 / fp16 section: DeepSpeed on its own trains such a config in fp32; planned in the plan's "
-            "precision, as the HF Trainer and accelerate add the section from their own mixed-precision flag"
-        )
+        notes.append(NO_HALF())
     if half.get("bf16"):
         opts["precision"] = "amp-bf16"
     elif half.get("fp16"):
@@ -252,22 +305,20 @@ def parse_deepspeed(data: Mapping[str, Any]) -> DeepSpeedPlan:
     ):
         v = _int(data.get(key), key)
         if v == 0:
-            raise DeepSpeedConfigError(f"'{key}' must be at least 1, got 0")
+            raise DeepSpeedConfigError(AT_LEAST(key=key, least=1, value=0))
         if v:
             opts[option] = v
     opt = data.get("optimizer")
     if isinstance(opt, Mapping) and isinstance(opt.get("type"), str):
         name = opt["type"].replace("_", "").replace("-", "").lower()
         if name not in _OPTIMIZERS:
-            raise DeepSpeedConfigError(
-                f"optimizer type '{opt['type']}' is not one vramdesk models (known: {', '.join(sorted(_OPTIMIZERS))})"
-            )
+            raise DeepSpeedConfigError(UNKNOWN_OPTIMIZER(type=opt["type"], known=", ".join(sorted(_OPTIMIZERS))))
         opts["optimizer"] = _OPTIMIZERS[name]
     ac = data.get("activation_checkpointing")
     if (isinstance(ac, Mapping) and ac.get("partition_activations")) or (
         isinstance(ac, Mapping) and ac.get("cpu_checkpointing")
     ):
-        notes.append("DeepSpeed activation checkpointing options are planned as plain gradient checkpointing")
+        notes.append(CHECKPOINTING())
         opts["grad_checkpointing"] = True
     return DeepSpeedPlan(options=opts, buckets=buckets, notes=tuple(notes))
 
@@ -310,25 +361,37 @@ def apply_deepspeed(scenario: Scenario, plan: DeepSpeedPlan) -> Scenario:
         for e in err.errors():
             field_name = str(e["loc"][-1]) if e["loc"] else ""
             where = _FILE_KEYS.get(field_name, field_name)
-            msg = str(e["msg"]).removeprefix("Value error, ")
-            problems.append(f"'{where}': {msg}" if where else msg)
-        raise DeepSpeedConfigError(f"the file's settings do not fit this plan: {'; '.join(problems)}") from err
+            msg = _validation_message(e)
+            problems.append(FIELD_PROBLEM(key=where, problem=msg) if where else msg)
+        raise DeepSpeedConfigError(PLAN_REFUSED(problems=join("; ", *problems))) from err
+
+
+def _validation_message(e: Any) -> str:
+    """pydantic's message of one error without its "Value error, ": the validator's own Text where it raised one."""
+    msg = str(e["msg"]).removeprefix("Value error, ")
+    said = (e.get("ctx") or {}).get("error")
+    if isinstance(said, Exception) and said.args and isinstance(said.args[0], Text) and said.args[0] == msg:
+        return said.args[0]
+    return free(msg)
 
 
 def describe_plan(plan: DeepSpeedPlan) -> str:
     """What the file set, in the words of the form (for a status line)."""
     o = plan.options
-    parts = [f"ZeRO-{o['zero']}" if "zero" in o else "no ZeRO stage"]
-    offload = {"optimizer": "optimizer offload", "params": "parameter and optimizer offload"}
-    if o.get("offload", "none") in offload:
-        parts.append(offload[o["offload"]])
-    labels = (("precision", "{}"), ("optimizer", "optimizer {}"), ("micro_batch", "micro-batch {}"))
-    parts += [fmt.format(o[key]) for key, fmt in labels if key in o]
+    parts = [SUMMARY_ZERO(stage=o["zero"]) if "zero" in o else SUMMARY_NO_ZERO()]
+    if o.get("offload", "none") in SUMMARY_OFFLOAD:
+        parts.append(SUMMARY_OFFLOAD[o["offload"]]())
+    if "precision" in o:
+        parts.append(SUMMARY_PRECISION(precision=o["precision"]))
+    if "optimizer" in o:
+        parts.append(SUMMARY_OPTIMIZER(optimizer=o["optimizer"]))
+    if "micro_batch" in o:
+        parts.append(SUMMARY_MICRO_BATCH(n=o["micro_batch"]))
     if "grad_accum" in o:
-        parts.append(f"gradient accumulation {o['grad_accum']}")
+        parts.append(SUMMARY_GRAD_ACCUM(n=o["grad_accum"]))
     if "zero_bucket" in o:
-        parts.append(f"reduce_bucket_size {o['zero_bucket']:,}")
-    return ", ".join(parts)
+        parts.append(SUMMARY_BUCKET(n=o["zero_bucket"]))
+    return join(", ", *parts)
 
 
 #: keys only a DeepSpeed config has at its top level (a model's config.json or a scenario has none of them)
@@ -354,14 +417,14 @@ def looks_like_deepspeed(path: Path) -> bool:
 def read_deepspeed(path: Path) -> DeepSpeedPlan:
     path = Path(path)
     if not path.is_file():
-        raise DeepSpeedConfigError(f"{path}: no such file")
+        raise DeepSpeedConfigError(NO_SUCH_FILE(path=str(path)))
     if path.stat().st_size > MAX_BYTES:
-        raise DeepSpeedConfigError(f"{path}: too large for a DeepSpeed config")
+        raise DeepSpeedConfigError(TOO_LARGE(path=str(path)))
     try:
         data = jsonsafe.loads(path.read_bytes(), source=str(path))
     except jsonsafe.JsonError as err:  # NaN, Infinity, deep nesting, non-UTF-8 too: one line, not a traceback
-        raise DeepSpeedConfigError(f"{path}: not valid JSON ({err.problem})") from err
+        raise DeepSpeedConfigError(NOT_JSON(path=str(path), problem=free(err.problem))) from err
     try:
         return parse_deepspeed(data)
     except DeepSpeedConfigError as err:
-        raise DeepSpeedConfigError(f"{path}: {err}") from err
+        raise DeepSpeedConfigError(FILE_FAILED(path=str(path), problem=err.args[0])) from err

@@ -34,6 +34,8 @@ from vramdesk import __version__
 from vramdesk.core import jsonsafe
 from vramdesk.core.checkpoint import CheckpointError
 from vramdesk.core.gguf_header import GgufHeader
+from vramdesk.core.messages import Message, free
+from vramdesk.error_words import redact_text, said
 from vramdesk.safety import redact
 
 from .local import GGUF_FIRST_READ, MAX_GGUF_HEADER, LocalModelError, parse_growing, read_config
@@ -50,16 +52,67 @@ INFO_EXPAND = (*SEARCH_EXPAND, "siblings", "sha", "usedStorage", "library_name",
 SEARCH_PIPELINES = ("text-generation", "image-text-to-text")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _TRUE = {"1", "ON", "YES", "TRUE"}
-OFFLINE_WORDS = "not asked: offline mode (HF_HUB_OFFLINE is set)"
+
+#: what a call was doing (the start of its error message)
+SEARCHING = Message("hub.what.search", "searching '{query}' on the Hub")
+LOOKING_UP = Message("hub.what.lookup", "looking up {repo} on the Hub")
+DOWNLOADING = Message("hub.what.download", "downloading {filename} of {repo}")
+READING_SAFETENSORS = Message("hub.what.safetensors", "reading safetensors headers of {repo}")
+READING_GGUF = Message("hub.what.gguf", "reading the GGUF header of {repo}/{filename}")
+CONFIG_OF = Message("hub.what.config", "config.json of {repo}")
+#: "what it was doing: what went wrong"
+FAILED = Message("hub.failed", "{what}: {problem}")
+FAILED_OTHER = Message("hub.failed.other", "{what}: {kind}: {error}")
+OFFLINE = Message("hub.offline", "not asked: offline mode (HF_HUB_OFFLINE is set)")
+OFFLINE_WORDS = OFFLINE.template
+CANCELLED = Message("hub.cancelled", "cancelled")
+NO_ANSWER = Message("hub.no_answer", "no answer from the Hub within {seconds:g} s")
+TOKEN_NO_ACCESS = Message("hub.hint.no_access", "your token has no access to it: request access on the model's page")
+TOKEN_SET = Message(
+    "hub.hint.set_token",
+    "set a Hugging Face token (HF_TOKEN, `hf auth login`, or the token field in the app's settings)",
+)
+GATED = Message("hub.gated", "{repo} is gated on {where}: {hint}")
+GATED_THIS = Message("hub.gated.this_repo", "this repo is gated on {where}: {hint}")
+NO_MODEL = Message("hub.no_model", "no model '{repo}' on {where}")
+NO_MODEL_PRIVATE = Message(
+    "hub.no_model.private", "no model '{repo}' on {where} (or it is private or gated: set a token to see it)"
+)
+NO_REVISION = Message("hub.no_revision", "revision not found in {repo} on {where}")
+FILE_NOT_IN = Message("hub.file_not_in", "{name} is not in {repo} on {where}")
+THE_FILE_NOT_IN = Message("hub.file_not_in.unnamed", "the file is not in {repo} on {where}")
+NO_SAFETENSORS = Message("hub.no_safetensors", "{repo} has no safetensors weights")
+RATE_LIMITED = Message("hub.rate_limited", "rate limited by {where} (HTTP 429); wait a minute")
+RATE_LIMITED_TOKEN = Message(
+    "hub.rate_limited.token", "rate limited by {where} (HTTP 429); wait a minute, or set a token for a higher limit"
+)
+REFUSED = Message("hub.refused", "{where} refused access (HTTP {status}): {hint}")
+NOT_FOUND_HTTP = Message("hub.not_found", "not found on {where} (HTTP 404)")
+SERVER = Message("hub.server", "{where} answered HTTP {status}; try again later")
+TIMEOUT = Message("hub.timeout", "{where} did not answer in time")
+UNREACHABLE = Message("hub.unreachable", "cannot reach {where} ({kind}: {error}); check the network")
+UNEXPECTED = Message("hub.unexpected", "unexpected answer from {where} ({kind}: {error})")
+NOT_A_REPO = Message("hub.not_a_repo", "'{repo}' is not a Hub repo id (owner/name)")
+LIST_NOT_JSON = Message("hub.list_not_json", "the Hub's model list is not valid JSON ({problem})")
+NOT_A_LIST = Message("hub.not_a_list", "the Hub answered {kind} where a list of models was expected")
+ENTRY_WITHOUT_ID = Message("hub.entry_without_id", "the Hub answered a model entry without an 'id'")
+RANGE_IGNORED = Message("hub.range_ignored", "{filename}: the server ignored the byte range (HTTP {status})")
+BAD_RANGE = Message("hub.bad_range", "{filename}: bad Content-Range {value!r}")
+FILE_FAILED = Message("hub.file_failed", "{repo}/{filename}: {problem}")
+DATA_PAST_END = Message(
+    "hub.data_past_end", "{repo}/{filename}: tensor data should end at byte {end:,} but the file has {total:,}"
+)
+HEADER_TOO_LARGE = Message("hub.header_too_large", "{repo}/{filename}: header too large")
 
 
 class HubError(Exception):
-    """A Hub call that failed; ``kind`` is one of :data:`ERROR_KINDS`, the message is one line for people."""
+    """A Hub call that failed; ``kind`` is one of :data:`ERROR_KINDS`, the message is one line for people (a
+    :class:`~vramdesk.core.messages.Text` with its message id, also ``args[0]``)."""
 
     def __init__(self, kind: str, message: str, *, repo: str | None = None) -> None:
         assert kind in ERROR_KINDS, kind
         # where library / network errors become ours: no password, token or signed URL goes further
-        message = redact(message)
+        message = free(redact_text(message))
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -135,7 +188,7 @@ class HubModel:
     def from_api(cls, item: Any) -> HubModel:
         """A model object from /api/models (list or details); malformed answers raise :class:`HubError`."""
         if not isinstance(item, dict) or not isinstance(item.get("id") or item.get("modelId"), str):
-            raise HubError("malformed", "the Hub answered a model entry without an 'id'")
+            raise HubError("malformed", ENTRY_WITHOUT_ID())
 
         def num(v: Any) -> int | None:
             return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
@@ -212,8 +265,8 @@ def run_with_deadline(
             waited += step
     if not finished:
         if cancel is not None and cancel.is_set():
-            raise HubError("cancelled", f"{what}: cancelled", repo=repo)
-        raise HubError("timeout", f"{what}: no answer from the Hub within {timeout:g} s", repo=repo)
+            raise HubError("cancelled", FAILED(what=free(what), problem=CANCELLED()), repo=repo)
+        raise HubError("timeout", FAILED(what=free(what), problem=NO_ANSWER(seconds=timeout)), repo=repo)
     if "error" in box:
         raise box["error"]
     value: T = box["value"]
@@ -275,58 +328,58 @@ def _chain(err: BaseException) -> Iterable[BaseException]:
 
 def map_error(err: BaseException, what: str, *, repo: str | None, endpoint: str, has_token: bool) -> HubError:
     """A library / network exception -> :class:`HubError` with a message that says what to do."""
+    if isinstance(err, HubError):
+        return err
+    found = _problem(err, repo=repo, where=display_endpoint(endpoint), has_token=has_token)
+    if found is None:
+        return HubError(
+            "server", FAILED_OTHER(what=free(what), kind=type(err).__name__, error=free(str(err))), repo=repo
+        )
+    kind, problem = found
+    return HubError(kind, FAILED(what=free(what), problem=problem), repo=repo)
+
+
+def _problem(err: BaseException, *, repo: str | None, where: str, has_token: bool) -> tuple[str, str] | None:
+    """The kind of a library / network failure and what went wrong, in words; None for an unknown one."""
     import httpx2
     from huggingface_hub import errors as hf
 
-    if isinstance(err, HubError):
-        return err
-    where = display_endpoint(endpoint)
-    token_hint = (
-        "your token has no access to it: request access on the model's page"
-        if has_token
-        else "set a Hugging Face token (HF_TOKEN, `hf auth login`, or the token field in the app's settings)"
-    )
+    hint = TOKEN_NO_ACCESS() if has_token else TOKEN_SET()
     for e in _chain(err):
         if isinstance(e, hf.OfflineModeIsEnabled):
-            return HubError("offline", f"{what}: {OFFLINE_WORDS}", repo=repo)
+            return "offline", OFFLINE()
         if isinstance(e, hf.GatedRepoError):
-            return HubError("gated", f"{what}: {repo or 'this repo'} is gated on {where}: {token_hint}", repo=repo)
+            return "gated", GATED(repo=repo, where=where, hint=hint) if repo else GATED_THIS(where=where, hint=hint)
         if isinstance(e, hf.RepositoryNotFoundError):
-            private = "" if has_token else " (or it is private or gated: set a token to see it)"
-            return HubError("not_found", f"{what}: no model '{repo}' on {where}{private}", repo=repo)
+            return "not_found", (NO_MODEL if has_token else NO_MODEL_PRIVATE)(repo=repo, where=where)
         if isinstance(e, hf.RevisionNotFoundError):
-            return HubError("not_found", f"{what}: revision not found in {repo} on {where}", repo=repo)
+            return "not_found", NO_REVISION(repo=repo, where=where)
         if isinstance(e, hf.RemoteEntryNotFoundError):
             url = str(e.response.url) if e.response is not None else ""
-            name = url.split("/resolve/", 1)[-1].split("/", 1)[-1] if "/resolve/" in url else "the file"
-            return HubError("not_found", f"{what}: {name} is not in {repo} on {where}", repo=repo)
+            if "/resolve/" not in url:
+                return "not_found", THE_FILE_NOT_IN(repo=repo, where=where)
+            name = url.split("/resolve/", 1)[-1].split("/", 1)[-1]
+            return "not_found", FILE_NOT_IN(name=name, repo=repo, where=where)
         if isinstance(e, hf.NotASafetensorsRepoError):
-            return HubError("not_found", f"{what}: {repo} has no safetensors weights", repo=repo)
+            return "not_found", NO_SAFETENSORS(repo=repo)
         if isinstance(e, hf.HfHubHTTPError):
             status = e.response.status_code if e.response is not None else 0
             if status == 429:
-                return HubError(
-                    "rate_limited",
-                    f"{what}: rate limited by {where} (HTTP 429); wait a minute"
-                    + ("" if has_token else ", or set a token for a higher limit"),
-                    repo=repo,
-                )
+                return "rate_limited", (RATE_LIMITED if has_token else RATE_LIMITED_TOKEN)(where=where)
             if status in (401, 403):
-                return HubError("gated", f"{what}: {where} refused access (HTTP {status}): {token_hint}", repo=repo)
+                return "gated", REFUSED(where=where, status=status, hint=hint)
             if status == 404:
-                return HubError("not_found", f"{what}: not found on {where} (HTTP 404)", repo=repo)
-            return HubError("server", f"{what}: {where} answered HTTP {status}; try again later", repo=repo)
+                return "not_found", NOT_FOUND_HTTP(where=where)
+            return "server", SERVER(where=where, status=status)
         if isinstance(e, httpx2.TimeoutException | TimeoutError):
-            return HubError("timeout", f"{what}: {where} did not answer in time", repo=repo)
+            return "timeout", TIMEOUT(where=where)
         if isinstance(e, httpx2.TransportError | ConnectionError):
-            return HubError(
-                "offline", f"{what}: cannot reach {where} ({type(e).__name__}: {e}); check the network", repo=repo
-            )
+            return "offline", UNREACHABLE(where=where, kind=type(e).__name__, error=free(str(e)))
         if isinstance(e, hf.SafetensorsParsingError | CheckpointError | hf.FileMetadataError | LocalModelError):
-            return HubError("malformed", f"{what}: {e}", repo=repo)
+            return "malformed", said(e)
         if isinstance(e, ValueError | KeyError | TypeError):
-            return HubError("malformed", f"{what}: unexpected answer from {where} ({type(e).__name__}: {e})", repo=repo)
-    return HubError("server", f"{what}: {type(err).__name__}: {err}", repo=repo)
+            return "malformed", UNEXPECTED(where=where, kind=type(e).__name__, error=free(str(e)))
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,9 +454,9 @@ class HubClient:
     def _call(self, what: str, repo: str | None, fn: Callable[[str | bool], T], timeout: float | None = None) -> T:
         """Run ``fn(token)`` with the deadline, offline check and error mapping."""
         if self.offline:
-            raise HubError("offline", f"{what}: {OFFLINE_WORDS}", repo=repo)
+            raise HubError("offline", FAILED(what=free(what), problem=OFFLINE()), repo=repo)
         if repo is not None and not is_repo_id(repo):
-            raise HubError("not_found", f"{what}: '{repo}' is not a Hub repo id (owner/name)", repo=repo)
+            raise HubError("not_found", FAILED(what=free(what), problem=NOT_A_REPO(repo=repo)), repo=repo)
         limit = self.timeout if timeout is None else timeout
         holder: dict[str, bool] = {}
 
@@ -456,7 +509,7 @@ class HubClient:
             ranked = sorted(models.values(), key=lambda m: (-(m.downloads or 0), m.id.lower()))
             return ranked[:limit]
 
-        return self._call(f"searching '{query}' on the Hub", None, run, t)
+        return self._call(SEARCHING(query=query), None, run, t)
 
     def _search_pages(
         self, query: str, tag: str, limit: int, headers: dict[str, str], timeout: float
@@ -480,10 +533,9 @@ class HubClient:
             try:  # a mirror's answer is untrusted input too: no NaN, no nesting past 64 levels, UTF-8
                 data = jsonsafe.loads(r.content, source="")
             except jsonsafe.JsonError as err:
-                raise HubError("malformed", f"the Hub's model list is not valid JSON ({err.problem})") from None
+                raise HubError("malformed", LIST_NOT_JSON(problem=free(err.problem))) from None
             if not isinstance(data, list):
-                kind = type(data).__name__
-                raise HubError("malformed", f"the Hub answered {kind} where a list of models was expected")
+                raise HubError("malformed", NOT_A_LIST(kind=type(data).__name__))
             out.extend(HubModel.from_api(item) for item in data)
             nxt = r.links.get("next", {}).get("url")
             url = str(nxt) if nxt else None
@@ -510,7 +562,7 @@ class HubClient:
             ]
             return HubModel.from_api(raw)
 
-        return self._call(f"looking up {repo} on the Hub", repo, run, t)
+        return self._call(LOOKING_UP(repo=repo), repo, run, t)
 
     def _head(self, repo: str, filename: str, token: str | bool, timeout: float) -> Any:
         """HEAD of a repo file without retries (fast errors for 5xx / gated / missing)."""
@@ -541,7 +593,7 @@ class HubClient:
             )
             return Path(path)
 
-        return self._call(f"downloading {filename} of {repo}", repo, run, t)
+        return self._call(DOWNLOADING(filename=filename, repo=repo), repo, run, t)
 
     def config(self, repo: str, *, timeout: float | None = None) -> dict[str, Any]:
         """The repo's config.json (downloaded into the HF cache, read as JSON only)."""
@@ -549,7 +601,7 @@ class HubClient:
         try:
             return read_config(path)
         except LocalModelError as err:
-            raise HubError("malformed", f"config.json of {repo}: {err}", repo=repo) from err
+            raise HubError("malformed", FAILED(what=CONFIG_OF(repo=repo), problem=said(err)), repo=repo) from err
 
     def safetensors_entries(
         self, repo: str, *, timeout: float | None = None
@@ -597,10 +649,10 @@ class HubClient:
             return _entries(metas), len(shards)
 
         try:
-            return self._call(f"reading safetensors headers of {repo}", repo, run, 3 * t)
+            return self._call(READING_SAFETENSORS(repo=repo), repo, run, 3 * t)
         except HubError as err:
             if err.kind == "not_found" and "model.safetensors.index.json is not in" in err.message:
-                raise HubError("not_found", f"{repo} has no safetensors weights", repo=repo) from err
+                raise HubError("not_found", NO_SAFETENSORS(repo=repo), repo=repo) from err
             raise
 
     def gguf_header(self, repo: str, filename: str, *, timeout: float | None = None) -> tuple[GgufHeader, int]:
@@ -626,7 +678,7 @@ class HubClient:
                 first = replace(first, tensors=tuple(x for h in headers for x in h.tensors))
             return first, size
 
-        return self._call(f"reading the GGUF header of {repo}/{filename}", repo, run, 3 * t)
+        return self._call(READING_GGUF(repo=repo, filename=filename), repo, run, 3 * t)
 
     def _gguf_one(self, repo: str, filename: str, token: str | bool, timeout: float) -> tuple[GgufHeader, int]:
         from huggingface_hub import get_session, hf_hub_url, hf_raise_for_status
@@ -644,10 +696,10 @@ class HubClient:
                     r.read()
                     hf_raise_for_status(r)
                 if r.status_code != 206:
-                    raise HubError("malformed", f"{filename}: the server ignored the byte range (HTTP {r.status_code})")
+                    raise HubError("malformed", RANGE_IGNORED(filename=filename, status=r.status_code))
                 m = re.match(r"bytes (\d+)-(\d+)/(\d+)", r.headers.get("Content-Range", ""))
                 if not m or int(m.group(1)) != start:
-                    raise HubError("malformed", f"{filename}: bad Content-Range {r.headers.get('Content-Range')!r}")
+                    raise HubError("malformed", BAD_RANGE(filename=filename, value=r.headers.get("Content-Range")))
                 sizes["total"] = int(m.group(3))
                 out = bytearray()
                 for chunk in r.iter_bytes():
@@ -661,14 +713,14 @@ class HubClient:
         try:
             header = parse_growing(lambda a, b: first[a:b] if b <= len(first) else fetch(a, b), total, len(first))
         except CheckpointError as err:
-            raise HubError("malformed", f"{repo}/{filename}: {err}", repo=repo) from err
+            raise HubError(
+                "malformed", FILE_FAILED(repo=repo, filename=filename, problem=said(err)), repo=repo
+            ) from err
         if header.data_end() > total:
             end = header.data_end()
-            raise HubError(
-                "malformed", f"{repo}/{filename}: tensor data should end at byte {end:,} but the file has {total:,}"
-            )
+            raise HubError("malformed", DATA_PAST_END(repo=repo, filename=filename, end=end, total=total))
         if header.header_end > MAX_GGUF_HEADER:  # pragma: no cover - parse_growing caps reads already
-            raise HubError("malformed", f"{repo}/{filename}: header too large")
+            raise HubError("malformed", HEADER_TOO_LARGE(repo=repo, filename=filename))
         return header, total
 
 

@@ -14,7 +14,8 @@ probed in-process), or point the child at the C shim of ``tests/fake_nvml/`` thr
 :func:`to_gpu_spec` maps a detected GPU to a catalog :class:`GpuSpec` (by name) that keeps the detected
 total and free memory, so the fit verdict uses free memory and says so.
 
-This module imports neither pydantic nor the catalog at import time: the probe child starts in ~0.1 s.
+This module imports neither the catalog nor the GPU spec at import time: the probe child starts in ~0.1 s. Its
+texts carry message ids (:mod:`vramdesk.core.messages`), and the child's answer carries them over to the parent.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vramdesk.core.messages import MESSAGES, Message, Text, free, join
+from vramdesk.error_words import os_error
+
 if TYPE_CHECKING:
     import threading
 
@@ -47,6 +51,61 @@ PROBE_TIMEOUT_S = 5.0
 TIMEOUT_ENV = "VRAMDESK_NVML_TIMEOUT"
 #: a memory figure above this is garbage, not a size (an unsigned underflow reads as ~16 EiB)
 ABSURD_BYTES = 16 << 40
+
+FREE_NOTE = Message(
+    "nvml.free_note",
+    "NVML figures do not add up (total {total:.2f} GiB, free {free:.2f} GiB, used {used:.2f} GiB): planning with "
+    "{left:.2f} GiB free, the least they allow",
+)
+FREE_NOTE_RESERVED = Message(
+    "nvml.free_note.reserved",
+    "NVML figures do not add up (total {total:.2f} GiB, free {free:.2f} GiB, used {used:.2f} GiB, reserved "
+    "{reserved:.2f} GiB): planning with {left:.2f} GiB free, the least they allow",
+)
+NO_DRIVER = Message("nvml.no_driver", "no NVIDIA driver found ({library})")
+NOT_LOADED = Message("nvml.not_loaded", "the NVIDIA driver is installed but not loaded")
+NO_PERMISSION = Message("nvml.no_permission", "no permission to query the NVIDIA driver")
+COULD_NOT_START = Message("nvml.could_not_start", "NVML could not start: {error}")
+QUERY_FAILED = Message("nvml.query_failed", "NVML query failed: {error}")
+NO_GPU = Message("nvml.no_gpu", "the NVIDIA driver reports no GPU")
+NOT_INSTALLED = Message("nvml.not_installed", "nvidia-ml-py is not installed (no GPU detection)")
+GPU_PROBLEM = Message("nvml.gpu_problem", "GPU {index}: {problem}")
+SKIPPED = Message("nvml.skipped", "GPU detection skipped")
+PROBE_NOT_STARTED = Message("nvml.probe_not_started", "could not start the GPU probe ({error})")
+CANCELLED = Message("nvml.cancelled", "GPU detection was cancelled")
+HUNG = Message("nvml.hung", "NVML did not answer within {seconds:g} s (the NVIDIA driver may be hung)")
+CRASHED_SIGNAL = Message("nvml.crashed.signal", "NVML crashed while probing GPUs (signal {signal}: {name})")
+CRASHED_UNKNOWN_SIGNAL = Message(
+    "nvml.crashed.unknown_signal", "NVML crashed while probing GPUs (signal {signal}: unknown signal)"
+)
+CRASHED_EXCEPTION = Message("nvml.crashed.exception", "NVML crashed while probing GPUs (exception 0x{code:08X})")
+PROBE_FAILED = Message("nvml.probe_failed", "the GPU probe failed with exit status {code}")
+PROBE_FAILED_SAID = Message("nvml.probe_failed.said", "the GPU probe failed with exit status {code} ({last})")
+NO_ANSWER = Message("nvml.no_answer", "the GPU probe gave no answer")
+ABSURD_TOTAL = Message("nvml.absurd_total", "GPU {index}: NVML reports a total of {total} bytes")
+HOLDER_NAMED = Message("nvml.holder.named", "process {pid} {name} holds {gib:.2f} GiB")
+HOLDER = Message("nvml.holder", "process {pid} holds {gib:.2f} GiB")
+#: pynvml's words for its errors (nvmlErrorString), each with an id; other words stay as the driver says them
+_NVML_ERRORS = {
+    m.template: m
+    for m in (
+        Message("nvml.error.library_not_found", "NVML Shared Library Not Found"),
+        Message("nvml.error.driver_not_loaded", "Driver Not Loaded"),
+        Message("nvml.error.no_permission", "Insufficient Permissions"),
+        Message("nvml.error.unknown", "Unknown Error"),
+        Message("nvml.error.gpu_lost", "GPU is lost"),
+        Message("nvml.error.not_supported", "Not Supported"),
+        Message("nvml.error.uninitialized", "Uninitialized"),
+        Message("nvml.error.function_not_found", "Function Not Found"),
+    )
+}
+
+
+def nvml_error(err: BaseException) -> str:
+    """What an NVML exception says (``str(err)``), with the id of pynvml's wording where it has one."""
+    words = str(err)
+    known = _NVML_ERRORS.get(words)
+    return known() if known is not None else free(words)
 
 
 @dataclass(frozen=True)
@@ -115,7 +174,7 @@ class DetectedGpu:
             reserved=opt_int(d["reserved_bytes"]),
             uuid=None if d["uuid"] is None else str(d["uuid"]),
             reported_free=opt_int(d.get("reported_free_bytes")),
-            note=None if d.get("note") is None else str(d["note"]),
+            note=None if d.get("note") is None else load_text(d.get("note_text"), str(d["note"])),
         )
 
 
@@ -133,13 +192,76 @@ class DetectionResult:
             "driver_version": self.driver_version,
         }
 
+    def to_probe_json(self) -> dict[str, Any]:
+        """:meth:`to_json` plus the message ids of the reason and the notes (``reason_text``, ``note_text``): the
+        probe child's answer, so that the window translates them by id."""
+        out = self.to_json()
+        out["reason_text"] = dump_text(self.reason)
+        for g, d in zip(self.gpus, out["gpus"], strict=True):
+            d["note_text"] = dump_text(g.note)
+        return out
+
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> DetectionResult:
         return cls(
             gpus=[DetectedGpu.from_json(g) for g in d["gpus"]],
-            reason=None if d["reason"] is None else str(d["reason"]),
+            reason=None if d["reason"] is None else load_text(d.get("reason_text"), str(d["reason"])),
             driver_version=None if d["driver_version"] is None else str(d["driver_version"]),
         )
+
+
+def dump_text(text: str | None) -> Any:
+    """A :class:`Text` as JSON (its English, id, arguments and parts, nested texts in turn); None for anything
+    else."""
+    if not isinstance(text, Text):
+        return None
+
+    def value(v: object) -> Any:
+        return {"text": dump_text(v)} if isinstance(v, Text) else {"value": v}
+
+    return {
+        "english": str(text),
+        "id": text.id,
+        "args": {k: value(v) for k, v in text.args.items()},
+        "parts": [value(p) for p in text.parts],
+        "separator": text.separator,
+    }
+
+
+def load_text(data: Any, english: str) -> str:
+    """The :class:`Text` :func:`dump_text` wrote, when it reads back as exactly ``english`` (every message known,
+    formatting again to the same English); else ``english`` as a plain string."""
+    try:
+        text = _load(data)
+    except (TypeError, KeyError, ValueError, AttributeError, IndexError):
+        return english
+    return text if text is not None and text == english else english
+
+
+def _load(data: Any) -> Text | None:
+    if data is None:
+        return None
+
+    def value(v: dict[str, Any]) -> Any:
+        if "text" in v:
+            return _load(v["text"])
+        if not isinstance(v["value"], str | int | float | None):
+            raise TypeError("not a plain value")
+        return v["value"]
+
+    english, mid = str(data["english"]), str(data["id"])
+    args = {str(k): value(v) for k, v in dict(data["args"]).items()}
+    parts = tuple(value(p) for p in data["parts"])
+    separator = str(data["separator"])
+    if parts:
+        if not all(isinstance(p, str) for p in parts) or separator.join(parts) != english:
+            raise ValueError("parts")
+        return join(separator, *parts)
+    if not mid:
+        return Text(english, "", args)
+    if mid not in MESSAGES or MESSAGES[mid].format(**args) != english:
+        raise ValueError("message")
+    return Text(english, mid, args)
 
 
 def checked_free(total: int, free: int, used: int, reserved: int | None = None) -> tuple[int, str | None]:
@@ -170,13 +292,10 @@ def checked_free(total: int, free: int, used: int, reserved: int | None = None) 
             left = min(left, free)
     else:
         left = 0
-    figures = f"total {total / _GIB:.2f} GiB, free {free / _GIB:.2f} GiB, used {used / _GIB:.2f} GiB"
+    figures: dict[str, float] = {"total": total / _GIB, "free": free / _GIB, "used": used / _GIB, "left": left / _GIB}
     if reserved is not None:
-        figures += f", reserved {reserved / _GIB:.2f} GiB"
-    return (
-        left,
-        f"NVML figures do not add up ({figures}): planning with {left / _GIB:.2f} GiB free, the least they allow",
-    )
+        return left, FREE_NOTE_RESERVED(reserved=reserved / _GIB, **figures)
+    return left, FREE_NOTE(**figures)
 
 
 def _text(v: Any) -> str:
@@ -199,12 +318,12 @@ def _reason(nvml: Any, err: Exception) -> str:
         return isinstance(cls, type) and isinstance(err, cls)
 
     if is_a("NVMLError_LibraryNotFound"):
-        return f"no NVIDIA driver found ({LIBRARY_NAME})"
+        return NO_DRIVER(library=LIBRARY_NAME)
     if is_a("NVMLError_DriverNotLoaded"):
-        return "the NVIDIA driver is installed but not loaded"
+        return NOT_LOADED()
     if is_a("NVMLError_NoPermission"):
-        return "no permission to query the NVIDIA driver"
-    return f"NVML could not start: {err}"
+        return NO_PERMISSION()
+    return COULD_NOT_START(error=nvml_error(err))
 
 
 def _memory(nvml: Any, handle: Any) -> tuple[int, int, int, int | None]:
@@ -266,7 +385,7 @@ def detect_gpus_in_process() -> DetectionResult:
     try:
         nvml = _load_pynvml()
     except ImportError:
-        return DetectionResult(reason="nvidia-ml-py is not installed (no GPU detection)")
+        return DetectionResult(reason=NOT_INSTALLED())
     return _detect_in_process(nvml)
 
 
@@ -279,7 +398,7 @@ def _detect_in_process(nvml: Any) -> DetectionResult:
         driver = _optional(nvml.nvmlSystemGetDriverVersion)
         count = int(nvml.nvmlDeviceGetCount())
         gpus: list[DetectedGpu] = []
-        problems: list[str] = []
+        problems: list[Text] = []
         for i in range(count):
             try:
                 h = nvml.nvmlDeviceGetHandleByIndex(i)
@@ -304,17 +423,17 @@ def _detect_in_process(nvml: Any) -> DetectionResult:
                     )
                 )
                 if note:  # the window and `vramdesk gpus` show the reason: the user learns why free looks low
-                    problems.append(f"GPU {i}: {note}")
+                    problems.append(GPU_PROBLEM(index=i, problem=note))
             except Exception as err:
-                problems.append(f"GPU {i}: {err}")
-        reason = None
+                problems.append(GPU_PROBLEM(index=i, problem=nvml_error(err)))
+        reason: str | None = None
         if not gpus:
-            reason = "; ".join(problems) if problems else "the NVIDIA driver reports no GPU"
+            reason = _joined(problems) if problems else NO_GPU()
         elif problems:
-            reason = "; ".join(problems)
+            reason = _joined(problems)
         return DetectionResult(gpus=gpus, reason=reason, driver_version=_text(driver) if driver else None)
     except Exception as err:
-        return DetectionResult(reason=f"NVML query failed: {err}")
+        return DetectionResult(reason=QUERY_FAILED(error=nvml_error(err)))
     finally:
         _optional(nvml.nvmlShutdown)
 
@@ -337,8 +456,12 @@ def probe_command() -> list[str]:
     return [sys.executable, "-m", "vramdesk.services.nvml", "--probe"]
 
 
-def _skipped(why: str) -> DetectionResult:
-    return DetectionResult(reason=f"{why}; GPU detection skipped")
+def _joined(problems: list[Text]) -> Text:
+    return problems[0] if len(problems) == 1 else join("; ", *problems)
+
+
+def _skipped(why: Text) -> DetectionResult:
+    return DetectionResult(reason=join("; ", why, SKIPPED()))
 
 
 def detect_gpus_isolated(timeout: float | None = None, cancel: threading.Event | None = None) -> DetectionResult:
@@ -360,7 +483,7 @@ def detect_gpus_isolated(timeout: float | None = None, cancel: threading.Event |
             env={**os.environ, TIMEOUT_ENV: f"{limit:g}"},  # the child's own alarm (probe_main)
         )
     except OSError as err:
-        return _skipped(f"could not start the GPU probe ({err})")
+        return _skipped(PROBE_NOT_STARTED(error=os_error(err)))
     deadline = time.monotonic() + limit
     try:
         while True:
@@ -369,9 +492,9 @@ def detect_gpus_isolated(timeout: float | None = None, cancel: threading.Event |
                 break
             except subprocess.TimeoutExpired:
                 if cancel is not None and cancel.is_set():
-                    return DetectionResult(reason="GPU detection was cancelled")
+                    return DetectionResult(reason=CANCELLED())
                 if time.monotonic() >= deadline:
-                    return _skipped(f"NVML did not answer within {limit:g} s (the NVIDIA driver may be hung)")
+                    return _skipped(HUNG(seconds=limit))
     finally:
         _stop(proc)
     return _answer(proc.returncode, out, err_text)
@@ -396,19 +519,19 @@ def _answer(code: int, out: str, err_text: str) -> DetectionResult:
         try:
             name = signal.Signals(-code).name
         except ValueError:
-            name = "unknown signal"
-        return _skipped(f"NVML crashed while probing GPUs (signal {-code}: {name})")
+            return _skipped(CRASHED_UNKNOWN_SIGNAL(signal=-code))
+        return _skipped(CRASHED_SIGNAL(signal=-code, name=name))
     if os.name == "nt" and code >= 0xC0000000:  # Windows: an unhandled exception (0xC0000005: access violation)
-        return _skipped(f"NVML crashed while probing GPUs (exception 0x{code:08X})")
+        return _skipped(CRASHED_EXCEPTION(code=code))
     if code != 0:
         last = next((ln.strip() for ln in reversed(err_text.splitlines()) if ln.strip()), "")
-        return _skipped(f"the GPU probe failed with exit status {code}" + (f" ({last})" if last else ""))
+        return _skipped(PROBE_FAILED_SAID(code=code, last=last) if last else PROBE_FAILED(code=code))
     # the answer is the last JSON line (a driver may print its own lines first)
     line = next((ln for ln in reversed(out.splitlines()) if ln.startswith("{")), "")
     try:
         return DetectionResult.from_json(json.loads(line))
     except (ValueError, KeyError, TypeError, AttributeError):
-        return _skipped("the GPU probe gave no answer")
+        return _skipped(NO_ANSWER())
 
 
 def probe_main(argv: list[str]) -> int:
@@ -420,7 +543,7 @@ def probe_main(argv: list[str]) -> int:
     if alarm is not None:
         alarm(math.ceil(probe_timeout()) + 1)
     try:
-        data = json.dumps(detect_gpus_in_process().to_json()) + "\n"
+        data = json.dumps(detect_gpus_in_process().to_probe_json()) + "\n"
     finally:
         if alarm is not None:
             alarm(0)
@@ -474,14 +597,14 @@ def catalog_name(detected_name: str, catalog: Catalog | None = None) -> str | No
     return None
 
 
-def _holder(gpu: DetectedGpu) -> str | None:
+def _holder(gpu: DetectedGpu) -> Text | None:
     """The process that holds the most memory on ``gpu``, in words ("process 4242 python holds 22.10 GiB")."""
     known = [p for p in gpu.processes if p.used_bytes]
     if not known:
         return None
     p = max(known, key=lambda p: p.used_bytes or 0)
-    who = f"process {p.pid} {p.name}" if p.name else f"process {p.pid}"
-    return f"{who} holds {(p.used_bytes or 0) / _GIB:.2f} GiB"
+    gib = (p.used_bytes or 0) / _GIB
+    return HOLDER_NAMED(pid=p.pid, name=p.name, gib=gib) if p.name else HOLDER(pid=p.pid, gib=gib)
 
 
 def to_gpu_spec(gpu: DetectedGpu, catalog: Catalog | None = None) -> GpuSpec:
@@ -508,7 +631,7 @@ def to_gpu_spec(gpu: DetectedGpu, catalog: Catalog | None = None) -> GpuSpec:
     name = catalog_name(gpu.name, cat)
     if name is None:
         if not sane_total:
-            raise ValueError(f"GPU {gpu.index}: NVML reports a total of {gpu.total} bytes")
+            raise ValueError(ABSURD_TOTAL(index=gpu.index, total=gpu.total))
         return GpuSpec(name=gpu.name, memory_bytes=gpu.total, **detected)
     spec = cat.gpu(name)
     detected["memory_bytes"] = gpu.total if sane_total else spec.memory_bytes

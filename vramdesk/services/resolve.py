@@ -22,7 +22,8 @@ from vramdesk.core.checkpoint import CheckpointError, stored_parameter_count, te
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gguf_header import GgufHeader, tensors_from_gguf
 from vramdesk.core.gpu import GpuSpec
-from vramdesk.safety import redact
+from vramdesk.core.messages import Message, free, join
+from vramdesk.error_words import redact_text, said
 
 from .cache import AnswerCache, find_cached, hf_cache_dir
 from .catalog import Catalog, CatalogError, default_catalog
@@ -41,12 +42,59 @@ _HUB_QUANT = re.compile(r"^(?P<repo>[^/\s:]+/[^/\s:]+):(?P<quant>[A-Za-z0-9_.-]+
 
 Entries = dict[str, tuple[str, tuple[int, ...]]]
 
+TIED_COPY = Message(
+    "resolve.tied_copy",
+    "tie_word_embeddings is true, yet the checkpoint also stores lm_head.weight ({params:,} parameters); "
+    "transformers ties them on load, so memory counts it once",
+)
+STORED_DIFFERS = Message(
+    "resolve.stored_differs",
+    "the checkpoint stores {stored:,} parameters where the config's tensor inventory counts {inventory:,}: "
+    "weights are priced from the stored tensors",
+)
+PRICED = Message("resolve.priced", "weights priced from {source}: {tensors:,} tensors")
+PRICED_TYPES = Message("resolve.priced.types", "weights priced from {source}: {tensors:,} tensors ({types})")
+GGUF_CONFIG = Message("resolve.gguf_config", "config derived from the GGUF metadata (llama.cpp keys)")
+#: where the weights were priced from
+GGUF_IN_CACHE = Message("resolve.source.gguf_cache", "GGUF header of {name} in the HF cache")
+GGUF_ON_HUB = Message("resolve.source.gguf_hub", "GGUF header of {repo}/{name} on the Hub")
+HEADERS_IN_CACHE = Message("resolve.source.cache", "safetensors headers in the HF cache ({files} file)")
+HEADERS_IN_CACHE_N = Message("resolve.source.cache.files", "safetensors headers in the HF cache ({files} files)")
+HEADERS_ON_HUB = Message("resolve.source.hub", "safetensors headers of {repo} on the Hub ({files} file)")
+HEADERS_ON_HUB_N = Message("resolve.source.hub.files", "safetensors headers of {repo} on the Hub ({files} files)")
+HEADERS_SAVED = Message("resolve.source.saved", "safetensors headers of {repo} saved from the Hub")
+HEADERS_SAVED_ON = Message("resolve.source.saved_on", "safetensors headers of {repo} saved from the Hub on {date}")
+CONFIG_SAVED_ON = Message("resolve.config_saved_on", "config.json saved from the Hub on {date}")
+#: why the weights are estimated from config.json
+SNAPSHOT_INCOMPLETE = Message("resolve.snapshot_incomplete", "HF cache snapshot incomplete ({error})")
+OFFLINE_HEADERS = Message(
+    "resolve.offline_headers", "safetensors headers not known offline: weights estimated from config.json"
+)
+ESTIMATED = Message("resolve.estimated", "{error}: weights estimated from config.json")
+#: the places tried, and what each said
+NOT_IN_CACHE = Message("resolve.not_in_cache", "not in the HF cache ({folder})")
+NO_GGUF_IN_CACHE = Message("resolve.no_gguf_in_cache", "the HF cache has {repo} but no matching GGUF file")
+NO_CONFIG = Message("resolve.no_config", "{repo} has no config.json (and no GGUF file: {error})")
+NO_GGUF_MATCHING = Message(
+    "resolve.no_gguf.matching", "{repo} has no GGUF file matching '{quant}' (GGUF files: {found})"
+)
+NO_GGUF = Message("resolve.no_gguf", "{repo} has no GGUF file (GGUF files: {found})")
+NO_GGUF_FILES = Message("resolve.no_gguf.none", "none")
+FILE_FAILED = Message("resolve.file_failed", "{path}: {problem}")
+GIVE_REF = Message("resolve.give_ref", "give a Hub repo id (owner/name), a config.json, a model folder or a .gguf file")
+OFFLINE = Message(
+    "resolve.offline",
+    "the Hub was not asked: offline mode (HF_HUB_OFFLINE is set; unset it to look models up on the Hub)",
+)
+HUB_SAID = Message("resolve.hub", "Hub: {error}")
+
 
 class ResolveError(LookupError):
-    """A model or GPU that cannot be found or read; the message says what and why."""
+    """A model or GPU that cannot be found or read; the message says what and why (a
+    :class:`~vramdesk.core.messages.Text`, ``args[0]``)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(redact(message))  # a Hub URL with a password or token never shows
+        super().__init__(free(redact_text(message)))  # a Hub URL with a password or token never shows
 
 
 # ----------------------------------------------------------------------------------------------
@@ -66,17 +114,11 @@ def facts_from_safetensors(
     extra = list(notes)
     copy = sum(t.numel for t in tensors if t.part == "lm_head_copy")
     if copy:
-        extra.append(
-            f"tie_word_embeddings is true, yet the checkpoint also stores lm_head.weight ({copy:,} parameters); "
-            "transformers ties them on load, so memory counts it once"
-        )
+        extra.append(TIED_COPY(params=copy))
     inventory = facts.counts.checkpoint
     if abs(stored - copy - inventory) > max(1, inventory // 1000):
-        extra.append(
-            f"the checkpoint stores {stored:,} parameters where the config's tensor inventory counts {inventory:,}: "
-            "weights are priced from the stored tensors"
-        )
-    extra.append(f"weights priced from {source}: {len(tensors):,} tensors")
+        extra.append(STORED_DIFFERS(stored=stored, inventory=inventory))
+    extra.append(PRICED(source=source, tensors=len(tensors)))
     return replace(
         facts, notes=tuple(extra), stored_total=stored, checkpoint=tensors, checkpoint_source=source, _cache={}
     )
@@ -86,10 +128,7 @@ def facts_from_gguf(config: dict[str, Any], model_id: str, header: GgufHeader, s
     facts = model_facts(config, model_id)
     tensors = tensors_from_gguf(header.entries(), facts.arch)
     types = sorted({t.stored_dtype or "?" for t in tensors if t.part == "text"})
-    notes = (
-        f"weights priced from {source}: {len(tensors):,} tensors ({', '.join(types)})",
-        "config derived from the GGUF metadata (llama.cpp keys)",
-    )
+    notes = (PRICED_TYPES(source=source, tensors=len(tensors), types=", ".join(types)), GGUF_CONFIG())
     return replace(
         facts,
         notes=notes,
@@ -129,9 +168,9 @@ def _local(ref: str) -> ModelFacts:
             return facts_from_safetensors(folder.config, str(path), folder.safetensors, folder.source, folder.notes)
         return model_facts(read_config(path), str(path))
     except LocalModelError as err:
-        raise ResolveError(str(err)) from err
+        raise ResolveError(said(err)) from err
     except (ConfigError, CheckpointError) as err:
-        raise ResolveError(f"{path}: {err}") from err
+        raise ResolveError(FILE_FAILED(path=str(path), problem=said(err))) from err
 
 
 class _Resolver:
@@ -139,24 +178,24 @@ class _Resolver:
         self.client = client or HubClient()
         self.cache_dir = cache_dir
         self.answers = answers if answers is not None else AnswerCache()
-        self.tried: list[str] = []
+        self.tried: list[str] = []  # (Texts)
 
     # ---- HF cache
     def from_hf_cache(self, repo: str, quant: str | None, file: str | None) -> ModelFacts | None:
         cached = find_cached(repo, self.cache_dir)
         if cached is None:
-            self.tried.append(f"not in the HF cache ({self.cache_dir or hf_cache_dir()})")
+            self.tried.append(NOT_IN_CACHE(folder=str(self.cache_dir or hf_cache_dir())))
             return None
         snap = cached.snapshot
         want_gguf = bool(file or quant) or (not cached.has_config and cached.gguf)
         if want_gguf:
             name = file if file and (snap / file).is_file() else pick_gguf(cached.gguf, quant)
             if name is None:
-                self.tried.append(f"the HF cache has {repo} but no matching GGUF file")
+                self.tried.append(NO_GGUF_IN_CACHE(repo=repo))
                 return None
             m = read_gguf_model(snap / name)
             assert m.gguf is not None
-            return facts_from_gguf(m.config, repo, m.gguf, f"GGUF header of {name} in the HF cache")
+            return facts_from_gguf(m.config, repo, m.gguf, GGUF_IN_CACHE(name=name))
         config = read_config(snap)
         entries: Entries | None = None
         source = ""
@@ -164,9 +203,9 @@ class _Resolver:
         if cached.safetensors:
             try:
                 entries, files = read_folder_headers(snap)
-                source = f"safetensors headers in the HF cache ({len(files)} file{'s' if len(files) != 1 else ''})"
+                source = (HEADERS_IN_CACHE_N if len(files) != 1 else HEADERS_IN_CACHE)(files=len(files))
             except LocalModelError as err:
-                notes.append(f"HF cache snapshot incomplete ({err})")
+                notes.append(SNAPSHOT_INCOMPLETE(error=said(err)))
                 entries = None
         if entries is None:
             entries, source = self._saved_or_hub_headers(repo, notes)
@@ -176,17 +215,17 @@ class _Resolver:
         record = self.answers.load_model(repo)
         saved = _entries_from_json(record.get("safetensors")) if record else None
         if saved:
-            return saved, f"safetensors headers of {repo} saved from the Hub"
+            return saved, HEADERS_SAVED(repo=repo)
         if self.client.offline:
-            notes.append("safetensors headers not known offline: weights estimated from config.json")
+            notes.append(OFFLINE_HEADERS())
             return None, ""
         try:
             entries, n = self.client.safetensors_entries(repo)
         except HubError as err:
-            notes.append(f"{err.message}: weights estimated from config.json")
+            notes.append(ESTIMATED(error=err.message))
             return None, ""
         self.answers.save_model(repo, display_endpoint(self.client.endpoint), safetensors=_entries_to_json(entries))
-        return entries, f"safetensors headers of {repo} on the Hub ({n} file{'s' if n != 1 else ''})"
+        return entries, (HEADERS_ON_HUB_N if n != 1 else HEADERS_ON_HUB)(repo=repo, files=n)
 
     # ---- saved answers
     def from_answers(self, repo: str) -> ModelFacts | None:
@@ -195,8 +234,8 @@ class _Resolver:
             return None
         when = time.strftime("%Y-%m-%d", time.localtime(float(record.get("saved_at", 0))))
         entries = _entries_from_json(record.get("safetensors"))
-        source = f"safetensors headers of {repo} saved from the Hub on {when}"
-        note = f"config.json saved from the Hub on {when}"
+        source = HEADERS_SAVED_ON(repo=repo, date=when)
+        note = CONFIG_SAVED_ON(date=when)
         return facts_from_safetensors(record["config"], repo, entries, source, (note,))
 
     # ---- the Hub
@@ -211,18 +250,16 @@ class _Resolver:
                 try:
                     return self._hub_gguf(repo, None, None)
                 except HubError as gguf_err:
-                    raise HubError(
-                        "not_found", f"{repo} has no config.json (and no GGUF file: {gguf_err.message})", repo=repo
-                    ) from err
+                    raise HubError("not_found", NO_CONFIG(repo=repo, error=gguf_err.message), repo=repo) from err
             raise
         notes: list[str] = []
         entries: Entries | None = None
         source = ""
         try:
             entries, n = c.safetensors_entries(repo)
-            source = f"safetensors headers of {repo} on the Hub ({n} file{'s' if n != 1 else ''})"
+            source = (HEADERS_ON_HUB_N if n != 1 else HEADERS_ON_HUB)(repo=repo, files=n)
         except HubError as err:
-            notes.append(f"{err.message}: weights estimated from config.json")
+            notes.append(ESTIMATED(error=err.message))
         facts = facts_from_safetensors(config, repo, entries, source, tuple(notes))
         self.answers.save_model(
             repo,
@@ -240,17 +277,19 @@ class _Resolver:
             info = c.model_info(repo)
             name = pick_gguf(info.files, quant)
             if name is None:
-                what = f"GGUF file matching '{quant}'" if quant else "GGUF file"
-                found = ", ".join(info.gguf_files[:6]) or "none"
-                raise HubError("not_found", f"{repo} has no {what} (GGUF files: {found})", repo=repo)
+                found = ", ".join(info.gguf_files[:6]) or NO_GGUF_FILES()
+                missing = (
+                    NO_GGUF_MATCHING(repo=repo, quant=quant, found=found) if quant else NO_GGUF(repo=repo, found=found)
+                )
+                raise HubError("not_found", missing, repo=repo)
         header, _size = c.gguf_header(repo, name)
         from vramdesk.core.gguf_header import gguf_to_config
 
         try:
             config = gguf_to_config(header)
         except CheckpointError as err:
-            raise HubError("malformed", f"{repo}/{name}: {err}", repo=repo) from err
-        facts = facts_from_gguf(config, f"{repo}/{name}", header, f"GGUF header of {repo}/{name} on the Hub")
+            raise HubError("malformed", FILE_FAILED(path=f"{repo}/{name}", problem=said(err)), repo=repo) from err
+        facts = facts_from_gguf(config, f"{repo}/{name}", header, GGUF_ON_HUB(repo=repo, name=name))
         self.answers.save_model(
             f"{repo}/{name}",
             display_endpoint(c.endpoint),
@@ -296,11 +335,9 @@ def resolve_model(
         cat.get(ref)
         raise AssertionError("unreachable: find() returned None")  # pragma: no cover
     except CatalogError as err:
-        catalog_msg = str(err)
+        catalog_msg = said(err)
     if hub_ref is None:
-        raise ResolveError(
-            f"{catalog_msg}; give a Hub repo id (owner/name), a config.json, a model folder or a .gguf file"
-        )
+        raise ResolveError(join("; ", catalog_msg, GIVE_REF()))
     repo, quant, file = hub_ref
     r = _Resolver(client, cache_dir, answers)
     try:
@@ -317,18 +354,17 @@ def resolve_model(
         r.answers.touch_recent(facts.model_id, "hub")
         return facts
     except HubError as err:
-        tried = "; ".join(r.tried)
-        raise ResolveError(f"{catalog_msg}; {tried + '; ' if tried else ''}{_hub_words(err)}") from err
+        raise ResolveError(join("; ", catalog_msg, *r.tried, _hub_words(err))) from err
     except LocalModelError as err:
-        raise ResolveError(str(err)) from err
+        raise ResolveError(said(err)) from err
     except (ConfigError, CheckpointError) as err:
-        raise ResolveError(f"{ref}: {err}") from err
+        raise ResolveError(FILE_FAILED(path=ref, problem=said(err))) from err
 
 
 def _hub_words(err: HubError) -> str:
     if err.kind == "offline" and OFFLINE_WORDS in err.message:
-        return "the Hub was not asked: offline mode (HF_HUB_OFFLINE is set; unset it to look models up on the Hub)"
-    return f"Hub: {err.message}"
+        return OFFLINE()
+    return HUB_SAID(error=err.message)
 
 
 def resolve_gpu(name: str | None, catalog: Catalog | None = None) -> GpuSpec | None:
@@ -338,7 +374,7 @@ def resolve_gpu(name: str | None, catalog: Catalog | None = None) -> GpuSpec | N
     try:
         return cat.gpu(name)
     except CatalogError as err:
-        raise ResolveError(str(err)) from err
+        raise ResolveError(said(err)) from err
 
 
 __all__ = ["ResolveError", "facts_from_gguf", "facts_from_safetensors", "resolve_gpu", "resolve_model", "split_ref"]

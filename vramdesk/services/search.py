@@ -20,12 +20,44 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from vramdesk.core.messages import Message, join
+
 from .cache import AnswerCache, cached_models
 from .catalog import Catalog, default_catalog
 from .hub import HubClient, HubError, HubModel, display_endpoint
 
 SOURCES = ("catalog", "cache", "hub")
 HUB_SEARCH_TIMEOUT = 8.0
+
+#: a result's detail line
+PUBLISHED = Message("search.published", "published total {params}")
+BUNDLED = Message("search.bundled", "bundled config")
+IN_CACHE = Message("search.in_cache", "HF cache: {kind}")
+#: what the HF cache holds of a model (CachedModel.kind)
+CACHE_KINDS = {
+    "safetensors": Message("search.cache_kind.safetensors", "safetensors"),
+    "gguf": Message("search.cache_kind.gguf", "gguf"),
+    "config": Message("search.cache_kind.config", "config"),
+}
+LOOKED_AT = Message("search.looked_at", "looked at before")
+LOOKED_AT_PARAMS = Message("search.looked_at.params", "looked at before: {params}")
+HUB_SAFETENSORS = Message("search.hub.safetensors", "safetensors {dtypes}")
+HUB_GGUF = Message("search.hub.gguf", "GGUF")
+#: where a result was found (the browser's badge word), and the browser's lines that name it
+SOURCE_WORDS = {
+    "catalog": Message("search.source.catalog", "catalog"),
+    "cache": Message("search.source.cache", "cache"),
+    "hub": Message("search.source.hub", "hub"),
+}
+FOUND_IN = Message("search.found_in", "found in: {sources}")
+SOURCE_DETAIL = Message("search.source_detail", "{source}: {detail}")
+#: the note under the results when the Hub could not answer
+SAVED_AGO = Message("search.saved_ago", "showing the Hub's answer saved {age} ago")
+LOCAL_ONLY = Message("search.local_only", "showing catalog and cache only")
+AGE_SECONDS = Message("search.age.s", "{n} s")
+AGE_MINUTES = Message("search.age.min", "{n} min")
+AGE_HOURS = Message("search.age.h", "{n} h")
+AGE_DAYS = Message("search.age.days", "{n} days")
 
 
 @dataclass(frozen=True)
@@ -144,12 +176,13 @@ def local_results(
                 sources=("catalog",),
                 params=m.published_total,
                 gated=m.gated,
-                detail=f"published total {_human(m.published_total)}" if m.published_total else "bundled config",
+                detail=PUBLISHED(params=_human(m.published_total)) if m.published_total else BUNDLED(),
             )
         )
     for c in cached_models(cache_dir):
         if _matches(query, c.id):
-            out.append(SearchResult(id=c.id, source="cache", sources=("cache",), detail=f"HF cache: {c.kind}"))
+            kind = CACHE_KINDS[c.kind]() if c.kind in CACHE_KINDS else c.kind
+            out.append(SearchResult(id=c.id, source="cache", sources=("cache",), detail=IN_CACHE(kind=kind)))
     store = answers if answers is not None else AnswerCache()
     for repo, summary in store.known_models().items():
         if _matches(query, repo):
@@ -161,18 +194,18 @@ def local_results(
                     sources=("cache",),
                     params=params if isinstance(params, int) else None,
                     model_type=summary.get("model_type") if isinstance(summary.get("model_type"), str) else None,
-                    detail="looked at before" + (f": {_human(params)}" if isinstance(params, int) else ""),
+                    detail=LOOKED_AT_PARAMS(params=_human(params)) if isinstance(params, int) else LOOKED_AT(),
                 )
             )
     return merge(query, out, limit=limit)
 
 
 def _from_hub(m: HubModel) -> SearchResult:
-    detail = []
+    detail: list[str] = []
     if m.params_by_dtype:
-        detail.append("safetensors " + "/".join(sorted(m.params_by_dtype)))
+        detail.append(HUB_SAFETENSORS(dtypes="/".join(sorted(m.params_by_dtype))))
     if m.gguf:
-        detail.append("GGUF")
+        detail.append(HUB_GGUF())
     return SearchResult(
         id=m.id,
         source="hub",
@@ -183,7 +216,7 @@ def _from_hub(m: HubModel) -> SearchResult:
         gated=m.gated,
         pipeline_tag=m.pipeline_tag,
         model_type=m.model_type,
-        detail=", ".join(detail),
+        detail=join(", ", *detail) if len(detail) > 1 else detail[0] if detail else "",
     )
 
 
@@ -224,9 +257,9 @@ def hub_results(
             ans.results = [r for r in (_from_saved(i) for i in items) if r is not None]
             ans.stale = True
             age = _age(time.time() - when)
-            ans.note = f"{err.message}; showing the Hub's answer saved {age} ago"
+            ans.note = join("; ", err.message, SAVED_AGO(age=age))
         elif err.kind != "cancelled":
-            ans.note = f"{err.message}; showing catalog and cache only"
+            ans.note = join("; ", err.message, LOCAL_ONLY())
         return ans
     store.save_search(endpoint, query, [m.to_json() for m in models])
     return HubAnswer(results=[_from_hub(m) for m in models], seconds=time.perf_counter() - t0)
@@ -234,12 +267,12 @@ def hub_results(
 
 def _age(seconds: float) -> str:
     if seconds < 120:
-        return f"{int(seconds)} s"
+        return AGE_SECONDS(n=int(seconds))
     if seconds < 7200:
-        return f"{int(seconds // 60)} min"
+        return AGE_MINUTES(n=int(seconds // 60))
     if seconds < 172800:
-        return f"{int(seconds // 3600)} h"
-    return f"{int(seconds // 86400)} days"
+        return AGE_HOURS(n=int(seconds // 3600))
+    return AGE_DAYS(n=int(seconds // 86400))
 
 
 def search(

@@ -36,12 +36,15 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from vramdesk.core.messages import Message
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
+from vramdesk.error_words import os_error, os_reason, said
 from vramdesk.fsutil import atomic_create_text, atomic_write_bytes, atomic_write_text
 
 from .paths import data_dir, library_dir
 from .scenarios import (
     LIBRARY_KEY,
+    NOT_OBJECT,
     ScenarioFileError,
     parse_newer,
     parse_scenario,
@@ -59,6 +62,39 @@ NAME_MAX: int = next(m.max_length for m in Scenario.model_fields["name"].metadat
 #: Windows device names: "CON", "con.vramdesk.json", "COM1.x" cannot be files there (any case, any extension)
 _RESERVED = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"} | {f"{p}{i}" for p in ("COM", "LPT") for i in "123456789"}
 SLUG_MAX = 80
+
+NAME_EMPTY = Message("library.name_empty", "a name cannot be empty")
+NAME_TOO_LONG = Message("library.name_too_long", "a name can have at most {most} characters; this one has {length:,}")
+NEWER_NOTE = Message(
+    "library.newer",
+    "saved by a newer vramdesk (schema {version}; this version reads up to {supported}): opened read-only; fields "
+    "this version does not know are not shown",
+)
+CANNOT_LIST = Message("library.cannot_list", "cannot list the library folder: {error}")
+LEFT_IN_PLACE = Message("library.left_in_place", "{error} (left in place: cannot move it aside: {reason})")
+CANNOT_BE_READ = Message("library.cannot_be_read", "{path}: cannot be read: {reason}")
+NO_ENTRY = Message("library.no_entry", "no saved configuration '{id}'")
+NOT_AN_ID = Message("library.not_an_id", "not a library id: {id!r}")
+READ_ONLY = Message("library.read_only", "{name}: {note}; duplicate it to edit a copy")
+BUSY = Message(
+    "library.busy",
+    "the library {root} is busy (another vramdesk has held its lock for {seconds:.0f} s); nothing was saved",
+)
+CANNOT_WRITE = Message("library.cannot_write", "cannot write to the library {root}: {reason}; nothing was saved")
+NO_FREE_NAME = Message("library.no_free_name", "no free file name for '{name}' in {root}")
+STALE = Message(
+    "library.stale",
+    "'{name}' was saved by another window or process since it was opened (revision {expected}, now {revision})",
+)
+APPEARED = Message("library.appeared", "{id}: appeared while renaming; nothing was changed")
+CREATED_MEANWHILE = Message(
+    "library.created_meanwhile", "{id}: created by another process meanwhile; nothing was saved"
+)
+NO_VERSION = Message("library.no_version", "'{name}' has no earlier version {version}")
+IMPORT_NEWER = Message("library.import_newer", "{path}: saved by a newer vramdesk (schema {version})")
+EXPORT_ONTO_ITSELF = Message(
+    "library.export_onto_itself", "{path}: that is the saved configuration itself; choose another file"
+)
 
 
 class LibraryError(ValueError):
@@ -126,9 +162,9 @@ def clean_name(name: str) -> str:
     text = "".join(" " if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") else ch for ch in str(name))
     text = " ".join(text.split())
     if not text:
-        raise LibraryError("a name cannot be empty")
+        raise LibraryError(NAME_EMPTY())
     if len(text) > NAME_MAX:
-        raise LibraryError(f"a name can have at most {NAME_MAX} characters; this one has {len(text):,}")
+        raise LibraryError(NAME_TOO_LONG(most=NAME_MAX, length=len(text)))
     return text
 
 
@@ -184,17 +220,14 @@ def read_entry(path: Path) -> Entry:
     """Read one library file; ScenarioFileError when it is unreadable (missing, not JSON, invalid)."""
     data = read_json(path)
     if not isinstance(data, dict):
-        raise ScenarioFileError(f"{path}: a scenario must be a JSON object")
+        raise ScenarioFileError(NOT_OBJECT(source=str(path)))
     tags, revision = _library_info(data)
     version = data.get("schema_version", 1)
     read_only, note = False, None
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         scenario = parse_newer(data, str(path))
         read_only = True
-        note = (
-            f"saved by a newer vramdesk (schema {version}; this version reads up to {SCHEMA_VERSION}): "
-            "opened read-only; fields this version does not know are not shown"
-        )
+        note = NEWER_NOTE(version=version, supported=SCHEMA_VERSION)
     else:
         scenario = parse_scenario(data, str(path))
     return Entry(
@@ -258,7 +291,7 @@ class ScenarioLibrary:
         try:
             paths = sorted(self.root.glob(f"*{SUFFIX}"))
         except OSError as err:
-            result.quarantined.append(Quarantined(self.root, None, f"cannot list the library folder: {err}"))
+            result.quarantined.append(Quarantined(self.root, None, CANNOT_LIST(error=os_error(err))))
             self.last_quarantined = result.quarantined
             return result
         for path in paths:
@@ -266,14 +299,15 @@ class ScenarioLibrary:
                 result.entries.append(read_entry(path))
             except ScenarioFileError as err:
                 try:
-                    result.quarantined.append(quarantine(path, str(err), self.corrupted_dir))
+                    result.quarantined.append(quarantine(path, said(err), self.corrupted_dir))
                 except OSError as move_err:
-                    reason = f"{err} (left in place: cannot move it aside: {move_err.strerror or move_err})"
+                    reason = LEFT_IN_PLACE(error=said(err), reason=os_reason(move_err))
                     result.quarantined.append(Quarantined(path, None, reason))
             except FileNotFoundError:
                 continue  # deleted or renamed by another process while we listed
             except OSError as err:
-                result.quarantined.append(Quarantined(path, None, f"{path}: cannot be read: {err.strerror or err}"))
+                reason = CANNOT_BE_READ(path=str(path), reason=os_reason(err))
+                result.quarantined.append(Quarantined(path, None, reason))
         result.entries.sort(key=lambda e: (-e.modified, e.id))
         self.last_quarantined = result.quarantined
         return result
@@ -284,7 +318,7 @@ class ScenarioLibrary:
     def get(self, entry_id: str) -> Entry:
         path = self._path(entry_id)
         if not path.is_file():
-            raise LibraryError(f"no saved configuration '{entry_id}'")
+            raise LibraryError(NO_ENTRY(id=entry_id))
         return read_entry(path)
 
     def with_tag(self, tag: str) -> list[Entry]:
@@ -298,7 +332,7 @@ class ScenarioLibrary:
             or entry_id in ("", ".", "..")
             or not entry_id.endswith(SUFFIX)
         ):
-            raise LibraryError(f"not a library id: {entry_id!r}")
+            raise LibraryError(NOT_AN_ID(id=entry_id))
         return self.root / entry_id
 
     def _taken(self) -> set[str]:
@@ -322,7 +356,7 @@ class ScenarioLibrary:
     def _writable(self, entry_id: str) -> Entry:
         entry = self.get(entry_id)
         if entry.read_only:
-            raise LibraryError(f"{entry.name}: {entry.note}; duplicate it to edit a copy")
+            raise LibraryError(READ_ONLY(name=entry.name, note=entry.note))
         return entry
 
     @contextlib.contextmanager
@@ -333,14 +367,9 @@ class ScenarioLibrary:
             lock = FileLock(str(self.root / ".lock"), timeout=LOCK_TIMEOUT_S)
             lock.acquire()
         except Timeout as err:
-            raise LibraryError(
-                f"the library {self.root} is busy (another vramdesk has held its lock for {LOCK_TIMEOUT_S:.0f} s); "
-                "nothing was saved"
-            ) from err
+            raise LibraryError(BUSY(root=str(self.root), seconds=LOCK_TIMEOUT_S)) from err
         except OSError as err:
-            raise LibraryError(
-                f"cannot write to the library {self.root}: {err.strerror or err}; nothing was saved"
-            ) from err
+            raise LibraryError(CANNOT_WRITE(root=str(self.root), reason=os_reason(err))) from err
         try:
             yield
         finally:
@@ -360,7 +389,7 @@ class ScenarioLibrary:
             path = self.root / entry_id
             if atomic_create_text(path, text):
                 return read_entry(path)
-        raise LibraryError(f"no free file name for '{scenario.name}' in {self.root}")  # pragma: no cover
+        raise LibraryError(NO_FREE_NAME(name=scenario.name, root=str(self.root)))  # pragma: no cover
 
     def _keep_version(self, entry: Entry) -> None:
         """Copy the entry's current file into its versions folder (before it is overwritten), and prune."""
@@ -398,10 +427,7 @@ class ScenarioLibrary:
         with self._locked():
             entry = self._writable(entry_id)
             if expected_revision is not None and entry.revision != expected_revision:
-                raise StaleEntryError(
-                    f"'{entry.name}' was saved by another window or process since it was opened "
-                    f"(revision {expected_revision}, now {entry.revision})"
-                )
+                raise StaleEntryError(STALE(name=entry.name, expected=expected_revision, revision=entry.revision))
             scenario = self._scenario_named(scenario, None).model_copy(update={"name": entry.scenario.name})
             return self._overwrite(entry, scenario, entry.tags)
 
@@ -419,7 +445,7 @@ class ScenarioLibrary:
             self._keep_version(entry)
             new_path = self.root / new_id
             if not atomic_create_text(new_path, file_text(scenario, entry.tags, revision=entry.revision + 1)):
-                raise LibraryError(f"{new_id}: appeared while renaming; nothing was changed")  # pragma: no cover
+                raise LibraryError(APPEARED(id=new_id))  # pragma: no cover
             self._move_versions(entry.id, new_id)
             entry.path.unlink()
             return read_entry(new_path)
@@ -459,7 +485,7 @@ class ScenarioLibrary:
                 entry = self._writable(entry_id)
                 return self._overwrite(entry, self._scenario_named(scenario, None), entry.tags)
             if not atomic_create_text(path, file_text(self._scenario_named(scenario, None), (), revision=1)):
-                raise LibraryError(f"{entry_id}: created by another process meanwhile; nothing was saved")
+                raise LibraryError(CREATED_MEANWHILE(id=entry_id))
             return read_entry(path)
 
     def duplicate(self, entry_id: str, new_name: str | None = None) -> Entry:
@@ -480,7 +506,7 @@ class ScenarioLibrary:
         path = self._path(entry_id)
         with self._locked():
             if not path.is_file():
-                raise LibraryError(f"no saved configuration '{entry_id}'")
+                raise LibraryError(NO_ENTRY(id=entry_id))
             moved = quarantine(path, "deleted", self.trash_dir).moved_to
             assert moved is not None
             versions = self.versions_dir / entry_id
@@ -501,7 +527,7 @@ class ScenarioLibrary:
                 e = read_entry(p)
                 out.append(Version(p.name, p, _stamp_seconds(p.name), e.scenario, e.tags, e.revision))
             except (ScenarioFileError, OSError) as err:
-                out.append(Version(p.name, p, _stamp_seconds(p.name), None, error=str(err)))
+                out.append(Version(p.name, p, _stamp_seconds(p.name), None, error=said(err)))
         return out
 
     def restore(self, entry_id: str, version_id: str) -> Entry:
@@ -512,7 +538,7 @@ class ScenarioLibrary:
             entry = self._writable(entry_id)
             path = self.versions_dir / entry_id / version_id
             if not path.is_file():
-                raise LibraryError(f"'{entry.name}' has no earlier version {version_id}")
+                raise LibraryError(NO_VERSION(name=entry.name, version=version_id))
             old = read_entry(path)
             scenario = old.scenario.model_copy(update={"name": entry.scenario.name})
             return self._overwrite(entry, scenario, old.tags)
@@ -525,7 +551,7 @@ class ScenarioLibrary:
             and isinstance(data.get("schema_version"), int)
             and data["schema_version"] > (SCHEMA_VERSION)
         ):
-            raise ScenarioFileError(f"{path}: saved by a newer vramdesk (schema {data['schema_version']})")
+            raise ScenarioFileError(IMPORT_NEWER(path=str(path), version=data["schema_version"]))
         scenario = parse_scenario(data, str(path))
         existing: list[str] = []
         lib = data.get(LIBRARY_KEY) if isinstance(data, dict) else None
@@ -541,7 +567,7 @@ class ScenarioLibrary:
         target = Path(target)
         with contextlib.suppress(OSError):
             if target.exists() and os.path.samefile(target, entry.path):
-                raise LibraryError(f"{target}: that is the saved configuration itself; choose another file")
+                raise LibraryError(EXPORT_ONTO_ITSELF(path=str(target)))
         atomic_write_text(target, file_text(entry.scenario, entry.tags))
         return target
 
@@ -635,7 +661,7 @@ class Autosave:
                 out.append(Orphan(path, parse_scenario(read_json(path), str(path)), path.stat().st_mtime))
             except ScenarioFileError as err:
                 with contextlib.suppress(OSError):
-                    quarantine(path, str(err), self.folder / "corrupted")
+                    quarantine(path, said(err), self.folder / "corrupted")
             except OSError:
                 continue
         out.sort(key=lambda o: -o.modified)

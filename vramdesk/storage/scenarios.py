@@ -10,14 +10,38 @@ from typing import Any
 from pydantic import ValidationError
 
 from vramdesk.core import jsonsafe
+from vramdesk.core.messages import Message, Text, free, join
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
+from vramdesk.error_words import said
 from vramdesk.fsutil import atomic_write_text
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 
+V0_NO_MODEL = Message("scenarios.v0_no_model", 'schema 0 file without a "model_id"')
+V0_MODE = Message("scenarios.v0_mode", "schema 0: mode must be inference or finetune, got {mode!r}")
+BAD_VERSION = Message("scenarios.bad_version", "schema_version must be a whole number, got {version!r}")
+NEWER = Message(
+    "scenarios.newer",
+    "this scenario was saved by a newer vramdesk (schema {version}; this version reads up to {supported}): update "
+    "vramdesk to open it",
+)
+FIELD_PROBLEM = Message("scenarios.field_problem", "{field}: {problem}")
+VALUE_ERROR = Message("scenarios.value_error", "Value error, {problem}")
+TOP_LEVEL = Message("scenarios.top_level", "(top level)")
+NOT_OBJECT = Message("scenarios.not_object", "{source}: a scenario must be a JSON object")
+FILE_FAILED = Message("scenarios.file_failed", "{source}: {problem}")
+TOO_MANY_UNKNOWN = Message("scenarios.too_many_unknown", "{source}: too many unknown fields")
+NO_SUCH_FILE = Message("scenarios.no_such_file", "{path}: no such file")
+TOO_LARGE = Message("scenarios.too_large", "{path}: too large to be a scenario file")
+NOT_JSON = Message("scenarios.not_json", "{path}: not a JSON scenario file ({problem})")
+#: the window's notice when the scenario file it was started with cannot be opened
+OPEN_FAILED = Message("scenarios.open_failed", "could not open the scenario file: {error}")
+SHOWING_DEFAULT = Message("scenarios.showing_default", "showing the default scenario instead")
+
 
 class ScenarioFileError(ValueError):
-    """A scenario file that cannot be read; the message names the file and the field."""
+    """A scenario file that cannot be read; the message names the file and the field (a
+    :class:`~vramdesk.core.messages.Text`, ``args[0]``)."""
 
 
 def dump_scenario(scenario: Scenario) -> str:
@@ -43,10 +67,10 @@ def _v0_to_v1(old: dict[str, Any]) -> dict[str, Any]:
     data = dict(old)
     model = data.pop("model_id", None)
     if not isinstance(model, str):
-        raise ScenarioFileError('schema 0 file without a "model_id"')
+        raise ScenarioFileError(V0_NO_MODEL())
     mode = data.pop("mode", "inference")
     if mode not in ("inference", "finetune"):
-        raise ScenarioFileError(f"schema 0: mode must be inference or finetune, got {mode!r}")
+        raise ScenarioFileError(V0_MODE(mode=mode))
     work: dict[str, Any] = {"kind": mode}
     for key, new in (_V0_INFERENCE if mode == "inference" else _V0_FINETUNE).items():
         if key in data:
@@ -91,17 +115,14 @@ LIBRARY_KEY = "library"
 def _version(data: dict[str, Any]) -> int:
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise ScenarioFileError(f"schema_version must be a whole number, got {version!r}")
+        raise ScenarioFileError(BAD_VERSION(version=version))
     return version
 
 
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     version = _version(data)
     if version > SCHEMA_VERSION:
-        raise ScenarioFileError(
-            f"this scenario was saved by a newer vramdesk (schema {version}; this version reads up to "
-            f"{SCHEMA_VERSION}): update vramdesk to open it"
-        )
+        raise ScenarioFileError(NEWER(version=version, supported=SCHEMA_VERSION))
     while version < SCHEMA_VERSION:
         data = MIGRATIONS[version](data)
         version = _version(data)
@@ -111,21 +132,31 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
 def _describe(err: ValidationError) -> str:
     parts = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        parts.append(f"{loc}: {e['msg']}")
-    return "; ".join(parts)
+        loc = ".".join(str(x) for x in e["loc"]) or TOP_LEVEL()
+        parts.append(FIELD_PROBLEM(field=loc, problem=_problem(e)))
+    return parts[0] if len(parts) == 1 else join("; ", *parts)
+
+
+def _problem(e: Any) -> str:
+    """pydantic's message of one error; a validator's own Text (after pydantic's "Value error, ") keeps its id."""
+    msg = str(e["msg"])
+    raised = (e.get("ctx") or {}).get("error")
+    said_text = raised.args[0] if isinstance(raised, Exception) and raised.args else None
+    if isinstance(said_text, Text) and msg == f"Value error, {said_text}":
+        return VALUE_ERROR(problem=said_text)
+    return free(msg)
 
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
-        raise ScenarioFileError(f"{source}: a scenario must be a JSON object")
+        raise ScenarioFileError(NOT_OBJECT(source=source))
     data = {k: v for k, v in data.items() if k != LIBRARY_KEY}
     try:
         return Scenario.model_validate(_migrate(data))
     except ScenarioFileError as err:
-        raise ScenarioFileError(f"{source}: {err}") from err
+        raise ScenarioFileError(FILE_FAILED(source=source, problem=said(err))) from err
     except ValidationError as err:
-        raise ScenarioFileError(f"{source}: {_describe(err)}") from err
+        raise ScenarioFileError(FILE_FAILED(source=source, problem=_describe(err))) from err
 
 
 def parse_newer(data: dict[str, Any], source: str = "scenario") -> Scenario:
@@ -140,10 +171,10 @@ def parse_newer(data: dict[str, Any], source: str = "scenario") -> Scenario:
         except ValidationError as err:
             extra = [e["loc"] for e in err.errors() if e["type"] == "extra_forbidden"]
             if not extra:
-                raise ScenarioFileError(f"{source}: {_describe(err)}") from err
+                raise ScenarioFileError(FILE_FAILED(source=source, problem=_describe(err))) from err
             for loc in extra:
                 _drop(data, loc)
-    raise ScenarioFileError(f"{source}: too many unknown fields")  # pragma: no cover
+    raise ScenarioFileError(TOO_MANY_UNKNOWN(source=source))  # pragma: no cover
 
 
 def _drop(data: dict[str, Any], loc: tuple[Any, ...]) -> None:
@@ -163,13 +194,13 @@ def read_json(path: Path) -> Any:
     """The JSON content of a scenario file; ScenarioFileError when it is missing, too large or not JSON."""
     path = Path(path)
     if not path.is_file():
-        raise ScenarioFileError(f"{path}: no such file")
+        raise ScenarioFileError(NO_SUCH_FILE(path=str(path)))
     if path.stat().st_size > MAX_SCENARIO_BYTES:
-        raise ScenarioFileError(f"{path}: too large to be a scenario file")
+        raise ScenarioFileError(TOO_LARGE(path=str(path)))
     try:
         return jsonsafe.loads(path.read_bytes(), source=str(path))
     except jsonsafe.JsonError as err:  # NaN, deep nesting, non-UTF-8 too: the library quarantines such a file
-        raise ScenarioFileError(f"{path}: not a JSON scenario file ({err.problem})") from err
+        raise ScenarioFileError(NOT_JSON(path=str(path), problem=free(err.problem))) from err
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -28,10 +28,12 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.estimate import estimate
+from vramdesk.core.messages import join
 from vramdesk.core.scenario import Scenario
+from vramdesk.error_words import said
 from vramdesk.safety import redact
 from vramdesk.services.resolve import resolve_gpu, resolve_model
-from vramdesk.storage.scenarios import ScenarioFileError, load_scenario
+from vramdesk.storage.scenarios import OPEN_FAILED, SHOWING_DEFAULT, ScenarioFileError, load_scenario
 
 from .charts import FULL_CIRCLE
 from .core_text import localize
@@ -181,7 +183,7 @@ def open_window(scenario_path: Path | None) -> MainWindow:
         try:
             scenario = load_scenario(scenario_path)
         except (ScenarioFileError, OSError) as err:
-            notice = f"could not open the scenario file: {err}; showing the default scenario instead"
+            notice = join("; ", OPEN_FAILED(error=said(err)), SHOWING_DEFAULT())
             _err(notice)
     # the interactive window autosaves the current work and offers it back after a crash
     window = MainWindow(scenario, notice=notice, autosave=True)

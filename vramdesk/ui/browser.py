@@ -26,12 +26,13 @@ from PySide6.QtWidgets import (
 )
 
 from vramdesk.core.facts import ModelFacts
+from vramdesk.core.messages import join
 from vramdesk.services.catalog import Catalog
-from vramdesk.services.search import HubAnswer, SearchResult, merge
+from vramdesk.services.search import FOUND_IN, SOURCE_DETAIL, SOURCE_WORDS, HubAnswer, SearchResult, merge
 
 from .core_text import localize
 from .i18n import tr
-from .presenter import count_text
+from .presenter import count_text, describe_error
 from .widgets import RowsTableModel
 from .workers import TaskRunner
 
@@ -39,6 +40,13 @@ _Index = QModelIndex | QPersistentModelIndex
 
 DEBOUNCE_MS = 250
 SOURCE_COLORS = {"catalog": "#0072B2", "cache": "#009E73", "hub": "#E69F00", "recent": "#CC79A7", "file": "#666666"}
+
+
+def source_word(source: str) -> str:
+    """A result's source ("catalog") as a Text for :func:`localize` (the window's word for it)."""
+    known = SOURCE_WORDS.get(source)
+    return known() if known is not None else tr(source)
+
 
 LocalSearch = Callable[[str], list[SearchResult]]
 HubSearch = Callable[[str, threading.Event], HubAnswer]
@@ -94,8 +102,8 @@ class SearchResultModel(RowsTableModel):
         if role == Qt.ItemDataRole.ForegroundRole and col == self.SOURCE:
             return QColor(SOURCE_COLORS.get(r.source, "#666666"))
         if role == Qt.ItemDataRole.ToolTipRole:
-            found = ", ".join(tr(s) for s in r.sources)
-            parts = [f"<b>{html.escape(r.id)}</b>", html.escape(localize(tr("found in") + ": " + found))]
+            found = FOUND_IN(sources=join(", ", *(source_word(s) for s in r.sources)))
+            parts = [f"<b>{html.escape(r.id)}</b>", html.escape(localize(found))]
             if r.detail:
                 parts.append(html.escape(localize(r.detail)))
             if r.gated:
@@ -137,7 +145,7 @@ def details_html(result: SearchResult | None, facts: ModelFacts | None, catalog:
     elif result is not None and result.gated:
         rows.append((tr("Gated"), tr("yes")))
     if result is not None and result.detail:
-        rows.append((tr("Source"), localize(f"{tr(result.source)}: {result.detail}")))
+        rows.append((tr("Source"), localize(SOURCE_DETAIL(source=source_word(result.source), detail=result.detail))))
     body = "".join(
         f"<tr><td style='color:#5f6b7a; padding-right:8px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
         for k, v in rows
@@ -269,7 +277,8 @@ class ModelBrowser(QFrame):
         self.hub_note.setText(localize(answer.note))
 
     def _on_hub_failed(self, error: object) -> None:
-        self.hub_note.setText(tr("Hub search failed") + ": " + localize(str(error)))
+        said = describe_error(error) if isinstance(error, BaseException) else str(error)
+        self.hub_note.setText(tr("Hub search failed") + ": " + localize(said))
 
     def _on_busy(self, busy: bool) -> None:
         if busy:

@@ -55,7 +55,7 @@ from vramdesk.storage.scenarios import ScenarioFileError
 from . import theme
 from .core_text import localize, localize_name
 from .i18n import tr
-from .presenter import evaluate_scenario, unit_bytes, unit_name
+from .presenter import describe_error, evaluate_scenario, unit_bytes, unit_name
 from .widgets import Legend
 
 MIN_ITEMS = 2
@@ -361,7 +361,7 @@ class LibraryWindow(QWidget):
         try:
             fn(entry)
         except (LibraryError, ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
         self.reload()
 
     def open_selected(self) -> None:
@@ -436,7 +436,7 @@ class LibraryWindow(QWidget):
             try:
                 self.library.import_file(Path(p))
             except (ScenarioFileError, OSError) as err:
-                QMessageBox.warning(self, "vramdesk", localize(str(err)))
+                QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
         self.reload()
 
     def export_selected(self, target: Path | None = None) -> None:
@@ -578,7 +578,7 @@ class LibraryWindow(QWidget):
         try:
             self.export(Path(name))
         except (ValueError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
 
     def export(self, path: Path) -> Path:
         """Write the comparison to ``path`` (its suffix says the format); never over a library configuration,

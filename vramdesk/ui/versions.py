@@ -23,6 +23,7 @@ from vramdesk.storage.scenarios import ScenarioFileError
 
 from .core_text import localize
 from .i18n import tr
+from .presenter import describe_error
 from .work_history import scenario_summary
 
 
@@ -94,7 +95,7 @@ class VersionsDialog(QDialog):
         try:
             entry = self.library.restore(self.entry.id, version_id)
         except (LibraryError, ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return None
         self.entry = entry
         self.restored.emit(entry)

@@ -22,7 +22,7 @@ from vramdesk.storage.scenarios import ScenarioFileError
 from .core_text import localize
 from .forms import WorkloadForm
 from .i18n import tr
-from .presenter import Evaluation, scenario_from_form
+from .presenter import Evaluation, describe_error, scenario_from_form
 
 if TYPE_CHECKING:
     _Window = QMainWindow
@@ -66,7 +66,7 @@ class LibraryActions(_Window):
         try:
             return scenario_from_form(self._scenario, self.form.values(), self._detected_specs)
         except ValueError as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return None
 
     def save_to_library(self, name: str | None = None, *, as_new: bool = False) -> str | None:
@@ -94,7 +94,7 @@ class LibraryActions(_Window):
                         return None
                 entry = self.library.save(scenario, name=name)
         except (LibraryError, ScenarioFileError, OSError) as err:
-            QMessageBox.warning(self, "vramdesk", localize(str(err)))
+            QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
             return None
         self._saved_entry(entry)
         text = tr("Saved") + f" “{entry.name}”"
@@ -224,7 +224,7 @@ class LibraryActions(_Window):
         try:
             self.autosave_store.write(scenario)
         except OSError as err:
-            self.statusBar().showMessage(tr("Autosave failed:") + " " + localize(str(err)), 6000)
+            self.statusBar().showMessage(tr("Autosave failed:") + " " + localize(describe_error(err)), 6000)
 
     def offer_restore(self, ask: bool = True) -> bool:
         """After a crash (a window's autosave is left and its process is gone): offer to restore that work, the

@@ -20,9 +20,21 @@ from typing import Any
 
 from ..architecture import Architecture, ConfigError
 from ..families import LLAMA, Family, family_for_model_type
+from ..messages import Message, Text
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
 from .fields import _Cfg, _finite, _model_type, _text_and_outer
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+
+UNSUPPORTED_MODEL_TYPE = Message(
+    "config.unsupported_model_type",
+    "unsupported model_type '{model_type}': not a known architecture, and the generic decoder path needs "
+    "hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and vocab_size ({error})",
+)
+GENERIC_DECODER = Message(
+    "config.generic_decoder",
+    "model_type '{model_type}' is not one vramdesk knows: estimated as a generic Llama-style decoder (RMSNorm, "
+    "gated MLP, rotary); check the parameter total against the checkpoint",
+)
 
 #: a family's reader: (config, outer config, model_type lower-cased without "_text", the family record)
 Reader = Callable[[_Cfg, Mapping[str, Any], str, Family], Architecture]
@@ -64,18 +76,11 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
         try:
             arch = _llama_like(c, outer, base, LLAMA)
         except ConfigError as err:
-            raise ConfigError(
-                f"unsupported model_type '{model_type}': not a known architecture, and the generic decoder "
-                f"path needs hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and "
-                f"vocab_size ({err})"
-            ) from err
-        arch = arch.model_copy(
-            update={
-                "warnings": (
-                    *arch.warnings,
-                    f"model_type '{model_type}' is not one vramdesk knows: estimated as a generic Llama-style "
-                    "decoder (RMSNorm, gated MLP, rotary); check the parameter total against the checkpoint",
-                )
-            }
-        )
+            raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=model_type, error=_reason(err))) from err
+        arch = arch.model_copy(update={"warnings": (*arch.warnings, GENERIC_DECODER(model_type=model_type))})
     return arch
+
+
+def _reason(err: BaseException) -> str:
+    """What an error says: its :class:`~vramdesk.core.messages.Text` (kept for the window), else its English."""
+    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], Text) else str(err)

@@ -20,7 +20,33 @@ from ..architecture import (
     VisionSpec,
 )
 from ..families import Family
-from .fields import _DTYPE_ALIASES, _Cfg, _common, _heads, _kind_from_type, _layer_types, _lenient_int
+from ..messages import Message
+from .fields import (
+    _DTYPE_ALIASES,
+    MISSING_FIELD,
+    NOT_LIST,
+    _Cfg,
+    _common,
+    _heads,
+    _kind_from_type,
+    _layer_types,
+    _lenient_int,
+)
+
+TOP_K_ABOVE_EXPERTS = Message(
+    "config.top_k_above_experts",
+    "{model_type}: num_experts_per_tok ({top_k}) exceeds the number of experts ({experts})",
+)
+NO_SLIDING_WINDOW = Message(
+    "config.sliding_window_missing", "{model_type}: layer_types has sliding layers but 'sliding_window' is missing"
+)
+NO_ROPE_COUNT = Message(
+    "config.no_rope_layers.count", "{model_type}: 'no_rope_layers' has {entries} entries, expected {layers}"
+)
+LINEAR_HEADS_NOT_MULTIPLE = Message(
+    "config.linear_heads_not_multiple",
+    "{model_type}: linear_num_value_heads ({v_heads}) is not a multiple of linear_num_key_heads ({k_heads})",
+)
 
 
 def _moe_llama_like(c: _Cfg, base: str, hidden: int, n_layers: int) -> list[MoeSpec | None]:
@@ -31,13 +57,13 @@ def _moe_llama_like(c: _Cfg, base: str, hidden: int, n_layers: int) -> list[MoeS
     n_exp = c.int("num_local_experts", "num_experts", "n_routed_experts")
     top_k = c.int("num_experts_per_tok", "experts_per_token", "num_experts_per_token")
     if top_k > n_exp:
-        raise ConfigError(f"{c.model_type}: num_experts_per_tok ({top_k}) exceeds the number of experts ({n_exp})")
+        raise ConfigError(TOP_K_ABOVE_EXPERTS(model_type=c.model_type, top_k=top_k, experts=n_exp))
     inter = c.int("moe_intermediate_size", "intermediate_size")
     shared = c.int("shared_expert_intermediate_size", default=0, min_value=0)
     step = c.int("decoder_sparse_step", default=1)
     mlp_only = c.get("mlp_only_layers", [])
     if not isinstance(mlp_only, list):
-        raise ConfigError(f"{c.model_type}: field 'mlp_only_layers' must be a list")
+        raise ConfigError(NOT_LIST(model_type=c.model_type, key="mlp_only_layers"))
     out: list[MoeSpec | None] = []
     for i in range(n_layers):
         sparse = i not in mlp_only and (i + 1) % step == 0
@@ -66,7 +92,7 @@ def _llama_like(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Ar
     inter = c.int("intermediate_size", default=0, min_value=0)
     moes = _moe_llama_like(c, base, hidden, n_layers)
     if inter == 0 and any(m is None for m in moes):
-        raise ConfigError(f"{c.model_type}: config is missing the field 'intermediate_size'")
+        raise ConfigError(MISSING_FIELD(model_type=c.model_type, names="intermediate_size"))
     sources: dict[str, str] = {}
     # sliding windows: Mistral (all layers when set), Qwen2 (only when use_sliding_window, and only layers
     # from max_window_layers on), Phi-3 (all layers), layer_types when given
@@ -86,7 +112,7 @@ def _llama_like(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Ar
             sources["attention kinds"] = "use_sliding_window = false: sliding_window ignored"
     has_window = any(k == AttentionKind.SLIDING for k in kinds)
     if has_window and not (isinstance(window, int) and window > 0):
-        raise ConfigError(f"{c.model_type}: layer_types has sliding layers but 'sliding_window' is missing")
+        raise ConfigError(NO_SLIDING_WINDOW(model_type=c.model_type))
     layers = tuple(
         LayerSpec(
             index=i,
@@ -143,7 +169,7 @@ def _gemma(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archite
         kinds = [AttentionKind.FULL] * n_layers
         src = "Gemma 1: all layers global"
     if any(k == AttentionKind.SLIDING for k in kinds) and not (isinstance(window, int) and window > 0):
-        raise ConfigError(f"{c.model_type}: config is missing the field 'sliding_window'")
+        raise ConfigError(MISSING_FIELD(model_type=c.model_type, names="sliding_window"))
     layers = tuple(
         LayerSpec(
             index=i,
@@ -253,12 +279,12 @@ def _llama4(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archit
     chunk = _lenient_int(c, "attention_chunk_size")
     no_rope = c.get("no_rope_layers") or []
     if not isinstance(no_rope, list):
-        raise ConfigError(f"{c.model_type}: field 'no_rope_layers' must be a list")
+        raise ConfigError(NOT_LIST(model_type=c.model_type, key="no_rope_layers"))
     if not no_rope:
         # transformers' default: every 4th layer is a global NoPE layer, the others use RoPE + chunked attention
         no_rope = [int((i + 1) % 4 != 0) for i in range(n_layers)]
     if len(no_rope) != n_layers:
-        raise ConfigError(f"{c.model_type}: 'no_rope_layers' has {len(no_rope)} entries, expected {n_layers}")
+        raise ConfigError(NO_ROPE_COUNT(model_type=c.model_type, entries=len(no_rope), layers=n_layers))
     moe = MoeSpec(num_experts=n_exp, top_k=top_k, expert_intermediate=inter, shared_intermediate=inter)
     layers = []
     for i in range(n_layers):
@@ -398,8 +424,7 @@ def _qwen_hybrid(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> A
     )
     if lin.num_v_heads % lin.num_k_heads:
         raise ConfigError(
-            f"{c.model_type}: linear_num_value_heads ({lin.num_v_heads}) is not a multiple of "
-            f"linear_num_key_heads ({lin.num_k_heads})"
+            LINEAR_HEADS_NOT_MULTIPLE(model_type=c.model_type, v_heads=lin.num_v_heads, k_heads=lin.num_k_heads)
         )
     moes = _moe_llama_like(c, base, hidden, n_layers)
     inter = c.int("intermediate_size", default=0, min_value=0)

@@ -9,7 +9,13 @@ from typing import Any
 
 from ..architecture import Architecture, AttentionKind, ConfigError, LayerSpec
 from ..families import Family
-from .fields import _Cfg, _common, _heads
+from ..messages import Message
+from .fields import NOT_DIVISIBLE, _Cfg, _common, _heads
+
+ODD_INTERMEDIATE = Message(
+    "config.intermediate_size_odd",
+    "{model_type}: intermediate_size ({inter}) must be even (two MLP branches of half width)",
+)
 
 
 def _simple_stack(
@@ -58,7 +64,7 @@ def _qwen_v1(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archi
     head_dim = c.int("kv_channels", default=hidden // n_heads)
     inter = c.int("intermediate_size")
     if inter % 2:
-        raise ConfigError(f"{c.model_type}: intermediate_size ({inter}) must be even (two MLP branches of half width)")
+        raise ConfigError(ODD_INTERMEDIATE(model_type=c.model_type, inter=inter))
     biased = not c.bool("no_bias", default=True)
     arch = _simple_stack(
         c,
@@ -87,7 +93,9 @@ def _gpt_bigcode(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> A
     hidden = c.int("n_embd", "hidden_size")
     n_heads = c.int("n_head", "num_attention_heads")
     if hidden % n_heads:
-        raise ConfigError(f"{c.model_type}: n_embd ({hidden}) is not divisible by n_head ({n_heads})")
+        raise ConfigError(
+            NOT_DIVISIBLE(model_type=c.model_type, field="n_embd", value=hidden, by="n_head", divisor=n_heads)
+        )
     mq = c.bool("multi_query", default=True)
     return _simple_stack(
         c,
@@ -137,7 +145,11 @@ def _falcon(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archit
     hidden = c.int("hidden_size")
     n_heads = c.int("num_attention_heads", "n_head")
     if hidden % n_heads:
-        raise ConfigError(f"{c.model_type}: hidden_size ({hidden}) is not divisible by num_attention_heads ({n_heads})")
+        raise ConfigError(
+            NOT_DIVISIBLE(
+                model_type=c.model_type, field="hidden_size", value=hidden, by="num_attention_heads", divisor=n_heads
+            )
+        )
     new_arch = c.bool("new_decoder_architecture", default=False)
     if new_arch:
         n_kv = c.int("num_kv_heads", "n_head_kv", default=n_heads)
@@ -172,7 +184,9 @@ def _bloom(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archite
     hidden = c.int("hidden_size", "n_embed")
     n_heads = c.int("n_head", "num_attention_heads")
     if hidden % n_heads:
-        raise ConfigError(f"{c.model_type}: hidden_size ({hidden}) is not divisible by n_head ({n_heads})")
+        raise ConfigError(
+            NOT_DIVISIBLE(model_type=c.model_type, field="hidden_size", value=hidden, by="n_head", divisor=n_heads)
+        )
     return _simple_stack(
         c,
         outer,

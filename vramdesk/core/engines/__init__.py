@@ -8,12 +8,15 @@ branch on.
 
 from __future__ import annotations
 
+from ..messages import Message
 from . import llamacpp, transformers, vllm
 from .base import Context, Engine, EngineRun, torch_context
 from .vllm import vllm_kv_share, vllm_tp_problem
 
 #: name -> engine, in the order the scenario's literal lists them
 ENGINES: dict[str, Engine] = {e.name: e for e in (transformers.ENGINE, vllm.ENGINE, llamacpp.ENGINE)}
+
+UNKNOWN_ENGINE = Message("engine.unknown", "unknown engine {name!r}: the engines are {known}")
 
 
 class UnknownEngineError(ValueError):
@@ -26,7 +29,7 @@ def engine(name: str) -> Engine:
         return ENGINES[name]
     except KeyError:
         known = ", ".join(ENGINES)
-        raise UnknownEngineError(f"unknown engine {name!r}: the engines are {known}") from None
+        raise UnknownEngineError(UNKNOWN_ENGINE(name=name, known=known)) from None
 
 
 __all__ = [

@@ -17,17 +17,54 @@ from math import ceil
 
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
-from ..gpu import GIB, GpuSpec
+from ..gpu import GpuSpec
 from ..kv_layers import KvOptions
+from ..messages import Message, Text, join
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
 from ..weights import WeightBytes
+
+CUDA_CONTEXT_HOPPER = Message(
+    "engine.cuda_context.hopper",
+    "CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's allocator, visible in nvidia-smi "
+    "(760 MiB measured on an H200 with torch 2.11 / CUDA 13)",
+)
+CUDA_CONTEXT = Message(
+    "engine.cuda_context",
+    "CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's allocator, visible in nvidia-smi "
+    "(0.3-0.8 GiB reported; 500 MiB used)",
+)
+_WEIGHTS = (
+    "{params:,} parameters in {label}: {bits:.3f} bits per parameter on average, summed tensor by tensor over the "
+    "inventory ({quantized:,} quantised)"
+)
+WEIGHTS = Message("engine.weights", _WEIGHTS)
+#: (the same English for the checkpoint's stored tensors: "in the checkpoint's stored dtypes (...)" reads otherwise)
+WEIGHTS_STORED = Message("engine.weights.stored", _WEIGHTS)
+GATED_MLP = Message(
+    "engine.transient.gated_mlp", "gated MLP: n x (3 x intermediate {width} + 3 x hidden {hidden}) x {c} B"
+)
+MLP = Message("engine.transient.mlp", "MLP: n x (2 x intermediate {width} + 3 x hidden {hidden}) x {c} B")
+MOE = Message(
+    "engine.transient.moe",
+    "MoE (expert loop, balanced routing): router logits n x {experts} x 4 B + accumulator n x hidden + the larger of "
+    "one expert's {routed} tokens x (3 x {expert_intermediate} + 2 x {hidden}) and the shared expert",
+)
+DELTANET = Message(
+    "engine.transient.gated_deltanet", "Gated DeltaNet: projections + fp32 q/k/v/output of the chunked delta rule"
+)
+ATTENTION = Message(
+    "engine.transient.attention",
+    "attention: q, k, v before and after RoPE and the output, n x (3 q + 2 kv + 2 hidden) widths",
+)
+EAGER_SCORES = Message("engine.transient.eager_scores", "eager scores {bytes} B x heads {heads} x s x kept keys")
 
 
 @dataclass
 class Context:
     arch: Architecture
     weights: WeightBytes
+    #: the weight format's label (a :class:`~vramdesk.core.messages.Text`)
     weights_label: str
     on_the_fly: bool
     compute_bytes: int
@@ -41,6 +78,8 @@ class Context:
     weight_kind: str
     pp: int = 1
     weight_bits: int | None = None
+    #: the weights are the checkpoint's stored tensors (``weights_label`` names where they were read)
+    weights_stored: bool = False
 
 
 @dataclass
@@ -50,10 +89,10 @@ class EngineRun:
     device_extra: list[Component]
     #: reserved-minus-allocated slack at the peak (allocator rounding, fragmentation)
     reserved_slack: int
-    reserved_explain: str
+    reserved_explain: Text
     host_bytes: int
     info: EngineInfo
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Text] = field(default_factory=list)
     #: fraction of the model GPU 0 holds when it is split over several GPUs (for per-GPU figures)
     gpu_count: int = 1
     #: phases of every GPU when the model is split (GPU 0 first); empty = all GPUs alike
@@ -72,84 +111,72 @@ def torch_context(gpu: GpuSpec | None) -> Component:
             name="CUDA context",
             bytes=K.CUDA_CONTEXT_TORCH_HOPPER,
             category="overhead",
-            explain="CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's allocator, "
-            "visible in nvidia-smi (760 MiB measured on an H200 with torch 2.11 / CUDA 13)",
+            explain=CUDA_CONTEXT_HOPPER(),
         )
     return Component(
         name="CUDA context",
         bytes=K.CUDA_CONTEXT_TORCH,
         category="overhead",
-        explain="CUDA driver context and lazily loaded kernels of torch/cuBLAS: outside torch's "
-        "allocator, visible in nvidia-smi (0.3-0.8 GiB reported; 500 MiB used)",
+        explain=CUDA_CONTEXT(),
     )
 
 
-def fmt_gib(n: float) -> str:
-    return f"{n / GIB:.2f} GiB"
-
-
-def weights_component(ctx: Context, share: float = 1.0, note: str = "") -> Component:
+def weights_component(ctx: Context, share: float = 1.0, note: Text | None = None) -> Component:
     w = ctx.weights
+    message = WEIGHTS_STORED if ctx.weights_stored else WEIGHTS
+    explain = message(params=w.params, label=ctx.weights_label, bits=w.bits_per_param, quantized=w.quantized_params)
     return Component(
         name="weights",
         bytes=round(w.total * share),
         category="weights",
-        explain=(
-            f"{w.params:,} parameters in {ctx.weights_label}: {w.bits_per_param:.3f} bits per parameter on "
-            f"average, summed tensor by tensor over the inventory ({w.quantized_params:,} quantised)"
-            + (f"; {note}" if note else "")
-        ),
+        explain=join("; ", explain, note) if note else explain,
     )
 
 
-def _dense_layer_transient(arch: Architecture, layer: LayerSpec, n: int, c: int, *, moe_loop: bool) -> tuple[int, str]:
+def _dense_layer_transient(arch: Architecture, layer: LayerSpec, n: int, c: int, *, moe_loop: bool) -> tuple[int, Text]:
     """Bytes alive inside one decoder layer's MLP during a forward of ``n`` tokens (beyond weights and cache)."""
     h = arch.hidden
     if layer.moe is None:
         width = layer.intermediate
         if arch.mlp_gated:
             b = n * (3 * width + 3 * h) * c
-            return b, f"gated MLP: n x (3 x intermediate {width} + 3 x hidden {h}) x {c} B"
+            return b, GATED_MLP(width=width, hidden=h, c=c)
         b = n * (2 * width + 3 * h) * c
-        return b, f"MLP: n x (2 x intermediate {width} + 3 x hidden {h}) x {c} B"
+        return b, MLP(width=width, hidden=h, c=c)
     moe = layer.moe
     routed = ceil(n * moe.top_k / moe.num_experts)
     expert = routed * (3 * moe.expert_intermediate + 2 * h) * c
     shared = n * (3 * moe.shared_intermediate + 2 * h) * c if moe.shared_intermediate else 0
     b = n * h * c * 2 + n * moe.num_experts * 4 + max(expert, shared)
-    return b, (
-        f"MoE (expert loop, balanced routing): router logits n x {moe.num_experts} x 4 B + accumulator "
-        f"n x hidden + the larger of one expert's {routed} tokens x (3 x {moe.expert_intermediate} + 2 x {h}) "
-        f"and the shared expert"
-    )
+    return b, MOE(experts=moe.num_experts, routed=routed, expert_intermediate=moe.expert_intermediate, hidden=h)
 
 
 def _attention_transient(
     arch: Architecture, layer: LayerSpec, n: int, seqs: int, s: int, c: int, attention: str
-) -> tuple[int, str]:
+) -> tuple[int, Text]:
     h = arch.hidden
     if layer.attention == AttentionKind.LINEAR and layer.linear is not None:
         lin = layer.linear
         proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
         b = n * (proj * c + (2 * lin.key_dim + 2 * lin.value_dim) * 4 + 2 * h * c)
-        return b, "Gated DeltaNet: projections + fp32 q/k/v/output of the chunked delta rule"
+        return b, DELTANET()
     q_w = layer.n_heads * layer.head_dim
     if layer.attention == AttentionKind.MLA:
         kv_w = layer.n_heads * (layer.head_dim + layer.v_head_dim)
     else:
         kv_w = layer.n_kv_heads * (layer.head_dim + layer.v_head_dim)
     b = n * (3 * q_w + 2 * kv_w + 2 * h) * c
-    text = "attention: q, k, v before and after RoPE and the output, n x (3 q + 2 kv + 2 hidden) widths"
+    text = ATTENTION()
     if attention == "eager":
         kept = min(s, layer.window or s)
         scores = round(K.EAGER_SCORES_BYTES * seqs * layer.n_heads * s * kept)
         b += scores
-        text += f"; eager scores {K.EAGER_SCORES_BYTES} B x heads {layer.n_heads} x s x kept keys"
+        text = join("; ", text, EAGER_SCORES(bytes=K.EAGER_SCORES_BYTES, heads=layer.n_heads))
     return b, text
 
 
-def max_layer_transient(arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str) -> tuple[int, str]:
-    best, text = 0, ""
+def max_layer_transient(arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str) -> tuple[int, Text]:
+    best, text = 0, join("")
     seen: set[tuple[object, ...]] = set()
     for layer in arch.layers:
         key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe)
@@ -238,7 +265,7 @@ class Engine(ABC):
         """The phases of GPU 0 (and of every GPU when they differ) for ``ctx``."""
 
     @abstractmethod
-    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+    def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         """Why the engine refuses tensor parallel ``tp`` for this model, or None."""
 
     @abstractmethod

@@ -8,12 +8,52 @@ from math import ceil
 
 from .. import constants as K
 from ..architecture import Architecture, LayerSpec, LinearAttnSpec
+from ..gpu import GIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
+from ..messages import Message, Text, join
 from ..parallel import split_layers
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
-from .base import Context, Engine, EngineRun, fmt_gib
+from .base import Context, Engine, EngineRun
+
+WEIGHTS = Message(
+    "llamacpp.weights",
+    "{label}: {layers} of {total} layers on the GPU; token embeddings in host memory ({embeddings:.2f} GiB)",
+)
+WEIGHTS_OUTPUT = Message(
+    "llamacpp.weights.output",
+    "{label}: {layers} of {total} layers on the GPU + output layer; token embeddings in host memory "
+    "({embeddings:.2f} GiB)",
+)
+COMPUTE_FLASH = Message(
+    "llamacpp.compute.flash",
+    "ggml graph for n_ubatch {ubatch}: the larger of the F32 output logits (ubatch x vocab {vocab}) and flash "
+    "attention: F32 FFN intermediates of one ubatch; buffers are reused across the graph, so the larger term "
+    "dominates",
+)
+COMPUTE_NO_FLASH = Message(
+    "llamacpp.compute.no_flash",
+    "ggml graph for n_ubatch {ubatch}: the larger of the F32 output logits (ubatch x vocab {vocab}) and no flash "
+    "attention: F32 KQ scores of one ubatch over the whole context; buffers are reused across the graph, so the "
+    "larger term dominates",
+)
+ROW_SPLIT = Message(
+    "llamacpp.split.row",
+    "{label}: split by rows over {gpus} GPUs (--split-mode row), 1/{gpus} of every offloaded matrix on GPU {index}",
+)
+ROW_SCRATCH = Message(
+    "llamacpp.split.row_scratch",
+    "a copy of the F32 ubatch input and this GPU's slice of the matmul output (n_ubatch {ubatch} x (hidden {hidden} "
+    "+ {intermediate}) x 4 B)",
+)
+GPU_LAYERS = Message("llamacpp.split.layers", "GPU {index}: layers {first}-{last}")
+GPU_LAYERS_OUTPUT = Message("llamacpp.split.layers.output", "GPU {index}: layers {first}-{last} + output layer")
+KV_CELLS = Message("llamacpp.kv", "n_ctx {cells} cells: {plan}")
+RECURRENT_STATE = Message("llamacpp.recurrent_state", "F32 conv + delta-rule state: {bytes:,} B per sequence")
+CONTEXT = Message("llamacpp.cuda_context", "CUDA context and cuBLAS handle of a ggml-cuda process")
+NOT_GGUF = Message("llamacpp.not_gguf", "llama.cpp runs GGUF files; {label} was priced as stored")
+RESERVED = Message("llamacpp.reserved", "ggml allocates fixed buffers: reserved = allocated")
 
 
 def _gpu_weights(ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu: bool) -> tuple[Component, int, int]:
@@ -34,10 +74,8 @@ def _gpu_weights(ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu:
         name="weights",
         bytes=gpu_w,
         category="weights",
-        explain=(
-            f"{ctx.weights_label}: {gpu_layers} of {n_layers} layers on the GPU"
-            + (" + output layer" if output_on_gpu else "")
-            + f"; token embeddings in host memory ({fmt_gib(w.embedding)})"
+        explain=(WEIGHTS_OUTPUT if output_on_gpu else WEIGHTS)(
+            label=ctx.weights_label, layers=gpu_layers, total=n_layers, embeddings=w.embedding / GIB
         ),
     )
     return weights, gpu_w, host_w
@@ -82,19 +120,14 @@ def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool) -> _ComputeBu
     logits = ub * arch.vocab * 4 if output_on_gpu else 0
     if opts.flash_attn:
         layer_buf = ub * (3 * inter + 6 * arch.hidden) * 4
-        what = "flash attention: F32 FFN intermediates of one ubatch"
     else:
         layer_buf = ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
-        what = "no flash attention: F32 KQ scores of one ubatch over the whole context"
     compute = max(logits, layer_buf) + ub * arch.hidden * 4
     component = Component(
         name="compute buffer",
         bytes=compute,
         category="activations",
-        explain=(
-            f"ggml graph for n_ubatch {ub}: the larger of the F32 output logits (ubatch x vocab {arch.vocab}) and "
-            f"{what}; buffers are reused across the graph, so the larger term dominates"
-        ),
+        explain=(COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH)(ubatch=ub, vocab=arch.vocab),
     )
     return _ComputeBuffer(component=component, ub=ub, inter=inter, logits=logits, layer_buf=layer_buf)
 
@@ -115,8 +148,7 @@ def _row_split(
         w_comp = weights.model_copy(
             update={
                 "bytes": round(share),
-                "explain": f"{ctx.weights_label}: split by rows over {n_split} GPUs (--split-mode row), 1/"
-                f"{n_split} of every offloaded matrix on GPU {g}",
+                "explain": ROW_SPLIT(label=ctx.weights_label, gpus=n_split, index=g),
             }
         )
         if main:
@@ -128,8 +160,7 @@ def _row_split(
                     name="row-split scratch",
                     bytes=scratch,
                     category="activations",
-                    explain=f"a copy of the F32 ubatch input and this GPU's slice of the matmul output "
-                    f"(n_ubatch {ub} x (hidden {arch.hidden} + {inter}) x 4 B)",
+                    explain=ROW_SCRATCH(ubatch=ub, hidden=arch.hidden, intermediate=inter),
                 ),
             ]
         per_gpu_phases.append(
@@ -161,10 +192,10 @@ def _layer_split(
             w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
         p_g = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
         c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
-        where = f"GPU {g}: layers {min(idx)}-{max(idx)}" + (" + output layer" if last and output_on_gpu else "")
+        where = (GPU_LAYERS_OUTPUT if last and output_on_gpu else GPU_LAYERS)(index=g, first=min(idx), last=max(idx))
         g_comps = [
-            weights.model_copy(update={"bytes": w_g, "explain": f"{ctx.weights_label}; {where}"}),
-            kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": f"{p_g.explain}; {where}"}),
+            weights.model_copy(update={"bytes": w_g, "explain": join("; ", ctx.weights_label, where)}),
+            kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": join("; ", p_g.explain, where)}),
         ]
         if p_g.state_bytes:
             g_comps.append(comps[2].model_copy(update={"bytes": p_g.state_bytes}))
@@ -194,7 +225,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         name="KV cache",
         bytes=plan.kv_bytes,
         category="kv_cache",
-        explain=f"n_ctx {seq_len * b} cells: {plan.explain}; {ctx.kv_label}",
+        explain=join("; ", KV_CELLS(cells=seq_len * b, plan=plan.explain), ctx.kv_label),
     )
     comps = [weights, kv]
     if plan.state_bytes:
@@ -203,7 +234,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
                 name="recurrent state",
                 bytes=plan.state_bytes,
                 category="state",
-                explain=f"F32 conv + delta-rule state: {plan.state_bytes_per_sequence:,} B per sequence",
+                explain=RECURRENT_STATE(bytes=plan.state_bytes_per_sequence),
             )
         )
     n_ctx = plan_all.kv_bytes and seq_len * b
@@ -216,7 +247,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         name="CUDA context",
         bytes=K.LLAMACPP_CONTEXT,
         category="overhead",
-        explain="CUDA context and cuBLAS handle of a ggml-cuda process",
+        explain=CONTEXT(),
     )
     phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
     per_gpu_phases: list[list[Phase]] = []
@@ -236,14 +267,14 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         gpu_layers=gpu_layers,
         total_layers=n_layers,
     )
-    warnings = []
+    warnings: list[Text] = []
     if ctx.weight_kind != "gguf":
-        warnings.append(f"llama.cpp runs GGUF files; {ctx.weights_label} was priced as stored")
+        warnings.append(NOT_GGUF(label=ctx.weights_label))
     return EngineRun(
         phases=phases,
         device_extra=[context],
         reserved_slack=0,
-        reserved_explain="ggml allocates fixed buffers: reserved = allocated",
+        reserved_explain=RESERVED(),
         host_bytes=host,
         info=info,
         gpu_count=max(1, n_split),
@@ -302,7 +333,7 @@ class LlamacppEngine(Engine):
     def run(self, ctx: Context) -> EngineRun:
         return llamacpp_run(ctx)
 
-    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+    def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         # llama.cpp has no tensor parallel: parallelism.tp is not read (its multi-GPU split is --split-mode)
         return None
 

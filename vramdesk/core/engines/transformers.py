@@ -11,13 +11,101 @@ from ..architecture import Architecture, LinearAttnSpec
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
+from ..messages import Message, Text, join
 from ..parallel import place_weights
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
-from .base import Context, Engine, EngineRun, fmt_gib, max_layer_transient, torch_context, weights_component
+from .base import Context, Engine, EngineRun, max_layer_transient, torch_context, weights_component
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+WORKSPACE_HOPPER = Message(
+    "transformers.workspace.hopper",
+    "PyTorch's cuBLAS workspace for one stream, {mib:.3f} MiB (sm90+: :4096:8:16:8); allocated through the caching "
+    "allocator, so inside max_memory_allocated",
+)
+WORKSPACE = Message(
+    "transformers.workspace",
+    "PyTorch's cuBLAS workspace for one stream, {mib:.3f} MiB (default :4096:2:16:8); allocated through the caching "
+    "allocator, so inside max_memory_allocated",
+)
+GPTQ_SCRATCH = Message(
+    "transformers.gptq_scratch",
+    "exllama v2 kernels allocate a dequantisation buffer for the largest matrix ({dequant:,} B fp16) and a {tokens} x "
+    "{widest} fp16 state buffer when the model is loaded",
+)
+DEVICE_MAP_LAYERS = Message(
+    "transformers.device_map.layers", "device_map='auto' over {gpus} GPU(s): this GPU holds layers {first}-{last}"
+)
+DEVICE_MAP_NO_LAYERS = Message(
+    "transformers.device_map.no_layers", "device_map='auto' over {gpus} GPU(s): this GPU holds no layers"
+)
+PLUS_EMBEDDINGS = Message("transformers.device_map.plus_embeddings", "{where} + embeddings")
+PLUS_HEAD = Message("transformers.device_map.plus_lm_head", "{where} + lm_head")
+GPU_SHARE = Message("transformers.gpu_share", "this GPU's share, {part:.2f} GiB of {total:.2f} GiB: {weights}")
+QUANTISE_ON_LOAD = Message(
+    "transformers.quantise_on_load",
+    "bitsandbytes quantises while loading: the largest 16-bit matrix sits on the GPU before it is converted",
+)
+LINEAR_STATE = Message("transformers.linear_state", "constant per sequence: {bytes:,} B x {seqs}")
+PREFILL_LAYER = Message("transformers.prefill.layer", "one layer's intermediates at {tokens} prompt tokens: {layer}")
+ALL_LOGITS = Message(
+    "transformers.prefill.all_logits",
+    "logits for every prompt position (transformers < 4.45): batch {batch} x {tokens} x vocab {vocab} x ({c} + 4 "
+    "fp32) B",
+)
+LAST_LOGITS = Message(
+    "transformers.prefill.last_logits",
+    "last-position logits only (generate() since transformers 4.45): batch {batch} x vocab {vocab} x ({c} + 4 fp32) "
+    "B, plus the final hidden states",
+)
+AWQ_DEQUANT = Message(
+    "transformers.prefill.awq",
+    "AWQ GEMM kernels dequantise a whole matrix to fp16 when batch x tokens >= 1024: {bytes:,} B on top of the "
+    "layer's intermediates",
+)
+BNB4_DEQUANT = Message(
+    "transformers.prefill.bnb4",
+    "bitsandbytes 4-bit dequantises each matrix to 16 bits for multi-token matmuls: the largest ({bytes:,} B) on top "
+    "of the layer's intermediates",
+)
+PREFILL = Message(
+    "transformers.prefill",
+    "{what} (the larger of the layer transient and the logits; activations of earlier layers are freed in inference)",
+)
+OFFLOADED_LAYER = Message(
+    "transformers.offloaded_layer",
+    "accelerate moves each CPU- or disk-offloaded module to this GPU for its forward: the largest is {bytes:,} B",
+)
+DECODE_STEP = Message(
+    "transformers.decode_step",
+    "one decode step: logits batch {batch} x vocab {vocab} x ({c} + 4 + 4) B (16-bit, fp32 copy, sampling scores) + "
+    "torch.cat of the largest layer's K or V at {tokens} tokens ({bytes:,} B)",
+)
+DYNAMIC_CACHE = Message("transformers.kv.dynamic_cache", "{kv} (DynamicCache grows with every token)")
+TP_AS_DEVICE_MAP = Message(
+    "transformers.tp_as_device_map", "transformers: tensor parallelism is estimated as a device_map split of the layers"
+)
+SPILLED = Message(
+    "transformers.spilled",
+    "device_map: {cpu:.2f} GiB of weights in CPU memory (max_memory per GPU {cap:.2f} GiB); they cross PCIe for every "
+    "forward, so generation is far slower",
+)
+SPILLED_TO_DISK = Message(
+    "transformers.spilled.disk",
+    "device_map: {cpu:.2f} GiB of weights in CPU memory and {disk:.2f} GiB on disk (max_memory per GPU {cap:.2f} "
+    "GiB); they cross PCIe and are read from disk for every forward, so generation is far slower",
+)
+NO_FLASH_SINKS = Message(
+    "transformers.flash_attention_sinks",
+    "flash-attention 2 does not support attention sinks: transformers uses eager or kernels attention for gpt-oss",
+)
+RESERVED_SLACK = Message(
+    "transformers.reserved_slack",
+    "caching allocator: 2 MiB rounding of ~{blocks} large blocks ({rounding:.0f} MiB), one layer's K/V left cached "
+    "by the growing cache ({fragment:.0f} MiB), segment rounding of the transient ({segments:.0f} MiB)",
+)
 
 
 def _workspace(gpu: GpuSpec | None) -> Component:
@@ -27,11 +115,7 @@ def _workspace(gpu: GpuSpec | None) -> Component:
         name="cuBLAS workspace",
         bytes=size,
         category="overhead",
-        explain=(
-            f"PyTorch's cuBLAS workspace for one stream, {size / MIB:.3f} MiB "
-            f"({'sm90+: :4096:8:16:8' if hopper else 'default :4096:2:16:8'}); allocated through the caching "
-            "allocator, so inside max_memory_allocated"
-        ),
+        explain=(WORKSPACE_HOPPER if hopper else WORKSPACE)(mib=size / MIB),
     )
 
 
@@ -58,27 +142,22 @@ def _gptq_scratch(ctx: Context) -> list[Component]:
             name="GPTQ kernel scratch",
             bytes=size,
             category="overhead",
-            explain=(
-                f"exllama v2 kernels allocate a dequantisation buffer for the largest matrix "
-                f"({ctx.weights.largest_dequant:,} B fp16) and a {EXLLAMA_MAX_INPUT_LEN} x {widest} fp16 state "
-                "buffer when the model is loaded"
-            ),
+            explain=GPTQ_SCRATCH(dequant=ctx.weights.largest_dequant, tokens=EXLLAMA_MAX_INPUT_LEN, widest=widest),
         )
     ]
 
 
-def _gpu_weights(ctx: Context, layers: Sequence[int], first: bool, head_here: bool, where: str) -> Component:
+def _gpu_weights(ctx: Context, layers: Sequence[int], first: bool, head_here: bool, where: Text) -> Component:
     """The weights one GPU of a device_map split holds: its layers, the embeddings on the first, the lm_head."""
     w = ctx.weights
     part = sum(w.per_layer.get(i, 0) for i in layers)
     part += (w.embedding + w.other) if first else 0
     part += w.head if head_here else 0
-    weights = weights_component(
-        ctx, 1.0, where + (" + embeddings" if first else "") + (" + lm_head" if head_here else "")
-    )
+    note = PLUS_EMBEDDINGS(where=where) if first else where
+    weights = weights_component(ctx, 1.0, PLUS_HEAD(where=note) if head_here else note)
     # (the text starts with the whole model's parameters: say first that this is one GPU's part of them)
-    share = f"this GPU's share, {part / GIB:.2f} GiB of {w.total / GIB:.2f} GiB: "
-    return weights.model_copy(update={"bytes": part, "explain": share + weights.explain})
+    share = GPU_SHARE(part=part / GIB, total=w.total / GIB, weights=weights.explain)
+    return weights.model_copy(update={"bytes": part, "explain": share})
 
 
 def _load_components(ctx: Context, weights: Component, ws: Component, kernel: list[Component]) -> list[Component]:
@@ -89,8 +168,7 @@ def _load_components(ctx: Context, weights: Component, ws: Component, kernel: li
                 name="quantisation on load",
                 bytes=ctx.weights.largest_dequant,
                 category="activations",
-                explain="bitsandbytes quantises while loading: the largest 16-bit matrix sits on the GPU before it is "
-                "converted",
+                explain=QUANTISE_ON_LOAD(),
             )
         )
     return load
@@ -104,7 +182,7 @@ def _linear_state(plan: KvPlan, b: int) -> list[Component]:
                 name="linear-attention state",
                 bytes=plan.state_bytes,
                 category="state",
-                explain=f"constant per sequence: {plan.state_bytes_per_sequence:,} B x {b}",
+                explain=LINEAR_STATE(bytes=plan.state_bytes_per_sequence, seqs=b),
             )
         )
     return state
@@ -119,46 +197,25 @@ def _prefill_transient(ctx: Context, sub: Architecture, last: bool) -> Component
     w = ctx.weights
     n = b * s_in
     layer_b, layer_text = max_layer_transient(sub, n, b, s_in, c, work.attention)
-    transients = [(layer_b, f"one layer's intermediates at {n} prompt tokens: {layer_text}", "activations")]
+    transients = [(layer_b, PREFILL_LAYER(tokens=n, layer=layer_text), "activations")]
     if last:
         if work.full_prompt_logits:
             logits_b = b * s_in * arch.vocab * (c + 4)
-            logits_text = (
-                f"logits for every prompt position (transformers < 4.45): batch {b} x {s_in} x vocab "
-                f"{arch.vocab} x ({c} + 4 fp32) B"
-            )
+            logits_text = ALL_LOGITS(batch=b, tokens=s_in, vocab=arch.vocab, c=c)
         else:
             logits_b = b * arch.vocab * (c + 4) + n * arch.hidden * c
-            logits_text = (
-                f"last-position logits only (generate() since transformers 4.45): batch {b} x vocab "
-                f"{arch.vocab} x ({c} + 4 fp32) B, plus the final hidden states"
-            )
+            logits_text = LAST_LOGITS(batch=b, vocab=arch.vocab, c=c)
         transients.append((logits_b, logits_text, "logits"))
     if ctx.weight_kind == "awq" and n >= 1024:
-        transients.append(
-            (
-                layer_b + w.largest_dequant,
-                "AWQ GEMM kernels dequantise a whole matrix to fp16 when batch x tokens >= 1024: "
-                f"{w.largest_dequant:,} B on top of the layer's intermediates",
-                "activations",
-            )
-        )
+        transients.append((layer_b + w.largest_dequant, AWQ_DEQUANT(bytes=w.largest_dequant), "activations"))
     if ctx.weight_kind == "bnb4" and n > 1:
-        transients.append(
-            (
-                layer_b + w.largest_dequant,
-                "bitsandbytes 4-bit dequantises each matrix to 16 bits for multi-token matmuls: the largest "
-                f"({w.largest_dequant:,} B) on top of the layer's intermediates",
-                "activations",
-            )
-        )
+        transients.append((layer_b + w.largest_dequant, BNB4_DEQUANT(bytes=w.largest_dequant), "activations"))
     best = max(transients, key=lambda t: t[0])
     return Component(
         name="prefill activations" if best[2] == "activations" else "logits",
         bytes=best[0],
         category="activations" if best[2] == "activations" else "logits",
-        explain=f"{best[1]} (the larger of the layer transient and the logits; "
-        "activations of earlier layers are freed in inference)",
+        explain=PREFILL(what=best[1]),
     )
 
 
@@ -170,8 +227,7 @@ def _offloaded_layer(transit: int) -> list[Component]:
                 name="offloaded layer",
                 bytes=transit,
                 category="weights",
-                explain=f"accelerate moves each CPU- or disk-offloaded module to this GPU for its forward: the "
-                f"largest is {transit:,} B",
+                explain=OFFLOADED_LAYER(bytes=transit),
             )
         )
     return moving
@@ -187,11 +243,7 @@ def _decode_transient(ctx: Context, kv_end: KvPlan, last: bool) -> Component:
         name="decode step",
         bytes=decode_tr,
         category="activations",
-        explain=(
-            f"one decode step: logits batch {b} x vocab {arch.vocab} x ({c} + 4 + 4) B (16-bit, fp32 copy, "
-            f"sampling scores) + torch.cat of the largest layer's K or V at {total_tokens} tokens "
-            f"({kv_end.largest_layer_bytes // 2:,} B)"
-        ),
+        explain=DECODE_STEP(batch=b, vocab=arch.vocab, c=c, tokens=total_tokens, bytes=kv_end.largest_layer_bytes // 2),
     )
 
 
@@ -219,22 +271,27 @@ def _transformers_gpu(
     run_layers = sorted({*layers, *offloaded})
     specs = tuple(arch.layers[i] for i in run_layers)
     split = n_gpus > 1 or bool(offloaded) or not (first and head_here)
-    span = f"layers {layers[0]}-{layers[-1]}" if layers else "no layers"
-    where = "" if not split else f"device_map='auto' over {n_gpus} GPU(s): this GPU holds {span}"
-    weights = weights_component(ctx) if not split else _gpu_weights(ctx, layers, first, head_here, where)
+    where: Text | None = None
+    if split:
+        where = (
+            DEVICE_MAP_LAYERS(gpus=n_gpus, first=layers[0], last=layers[-1])
+            if layers
+            else DEVICE_MAP_NO_LAYERS(gpus=n_gpus)
+        )
+    weights = weights_component(ctx) if where is None else _gpu_weights(ctx, layers, first, head_here, where)
     ws = _workspace(ctx.gpu)
     kernel = _gptq_scratch(ctx)
     load = _load_components(ctx, weights, ws, kernel)
     kv_pre = plan_kv(arch, ENGINE, tokens=s_in, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs)
     kv_end = plan_kv(arch, ENGINE, tokens=total_tokens, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs)
 
-    def kv_component(plan_bytes: int, explain: str) -> Component:
+    def kv_component(plan_bytes: int, explain: Text) -> Component:
+        parts = [explain, DYNAMIC_CACHE(kv=ctx.kv_label)]
         return Component(
             name="KV cache",
             bytes=plan_bytes,
             category="kv_cache",
-            explain=f"{explain}; {ctx.kv_label} (DynamicCache grows with every token)"
-            + (f"; {where}" if where else ""),
+            explain=join("; ", *parts, where) if where is not None else join("; ", *parts),
         )
 
     state = _linear_state(kv_end, b)
@@ -262,10 +319,10 @@ def _transformers_gpu(
 def transformers_run(ctx: Context) -> EngineRun:
     arch, work = ctx.arch, ctx.work
     c = ctx.compute_bytes
-    warnings: list[str] = []
+    warnings: list[Text] = []
     n_gpus = max(1, ctx.gpu_count)
     if ctx.tp > 1:
-        warnings.append("transformers: tensor parallelism is estimated as a device_map split of the layers")
+        warnings.append(TP_AS_DEVICE_MAP())
     cap = None if work.max_memory_gib is None else int(work.max_memory_gib * GIB)
     cpu_cap = None if work.cpu_memory_gib is None else int(work.cpu_memory_gib * GIB)
     place = place_weights(ctx.weights, arch.n_layers, n_gpus, cap, cpu_cap)
@@ -273,7 +330,7 @@ def transformers_run(ctx: Context) -> EngineRun:
     head_off = place.cpu.head or place.disk.head
     per_gpu: list[list[Phase]] = []
     slacks: list[int] = []
-    slack_text = ""
+    slack_text: Text | None = None
     n_used = len(place.gpus)
     for g, slot in enumerate(place.gpus):
         # offloaded modules run on the first GPU (accelerate's execution device for them)
@@ -294,21 +351,15 @@ def transformers_run(ctx: Context) -> EngineRun:
         slacks.append(slack)
         slack_text = slack_text or text
     if place.spilled:
+        cpu, per_gpu_cap = place.cpu_bytes / GIB, (cap or 0) / GIB
         warnings.append(
-            f"device_map: {fmt_gib(place.cpu_bytes)} of weights in CPU memory"
-            + (f" and {fmt_gib(place.disk_bytes)} on disk" if place.disk_bytes else "")
-            + " (max_memory per GPU "
-            + fmt_gib(cap or 0)
-            + "); they cross PCIe"
-            + (" and are read from disk" if place.disk_bytes else "")
-            + " for every forward, so generation is far slower"
+            SPILLED_TO_DISK(cpu=cpu, disk=place.disk_bytes / GIB, cap=per_gpu_cap)
+            if place.disk_bytes
+            else SPILLED(cpu=cpu, cap=per_gpu_cap)
         )
     context = torch_context(ctx.gpu)
     if work.attention == "flash" and arch.attention_sinks:
-        warnings.append(
-            "flash-attention 2 does not support attention sinks: transformers uses eager or kernels "
-            "attention for gpt-oss"
-        )
+        warnings.append(NO_FLASH_SINKS())
     kv_all = plan_kv(
         arch,
         ENGINE,
@@ -326,7 +377,7 @@ def transformers_run(ctx: Context) -> EngineRun:
         phases=per_gpu[0],
         device_extra=[context],
         reserved_slack=slacks[0],
-        reserved_explain=slack_text,
+        reserved_explain=slack_text if slack_text is not None else join(""),
         host_bytes=place.cpu_bytes,
         info=info,
         warnings=warnings,
@@ -336,7 +387,7 @@ def transformers_run(ctx: Context) -> EngineRun:
     )
 
 
-def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int, n_layers: int) -> tuple[int, str]:
+def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int, n_layers: int) -> tuple[int, Text]:
     """max_memory_reserved - max_memory_allocated for a transformers process (PyTorch caching allocator)."""
     # every large block is rounded to 2 MiB: on average 1 MiB per tensor >= 1 MiB; weights are ~7 tensors/layer
     n_big = 7 * n_layers + 2
@@ -347,11 +398,7 @@ def _torch_reserved_slack(ctx: Context, peak: Phase, largest_layer: int, n_layer
     transient = max((c.bytes for c in peak.components if c.category in ("activations", "logits")), default=0)
     seg = (ceil(transient / K.ALLOC_LARGE_SEGMENT) * K.ALLOC_LARGE_SEGMENT - transient) if transient else 0
     total = rounding + frag + seg
-    return total, (
-        f"caching allocator: 2 MiB rounding of ~{n_big} large blocks ({rounding / MIB:.0f} MiB), one layer's "
-        f"K/V left cached by the growing cache ({frag / MIB:.0f} MiB), segment rounding of the transient "
-        f"({seg / MIB:.0f} MiB)"
-    )
+    return total, RESERVED_SLACK(blocks=n_big, rounding=rounding / MIB, fragment=frag / MIB, segments=seg / MIB)
 
 
 class TransformersEngine(Engine):
@@ -400,7 +447,7 @@ class TransformersEngine(Engine):
     def run(self, ctx: Context) -> EngineRun:
         return transformers_run(ctx)
 
-    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+    def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         # tensor parallel is estimated as a device_map split of the layers (transformers_run warns)
         return None
 

@@ -6,24 +6,68 @@ from __future__ import annotations
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LinearAttnSpec
 from ..fit import BUDGET_LABEL
+from ..gpu import GIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
+from ..messages import Message, Text
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload, VllmOptions
-from .base import Context, Engine, EngineRun, fmt_gib, max_layer_transient, weights_component
+from .base import Context, Engine, EngineRun, max_layer_transient, weights_component
+
+TP_HEADS = Message("vllm.tp.heads", "vLLM: tensor parallel {tp} does not divide the {heads} attention heads")
+TP_KV_HEADS = Message(
+    "vllm.tp.kv_heads", "vLLM: tensor parallel {tp} and the {kv_heads} KV heads: one must divide the other"
+)
+PROFILE = Message(
+    "vllm.profile_activations",
+    "vLLM profiles one step of max_num_batched_tokens {batched}: {layer} (/ TP {tp}), plus fp32 logits and sampler "
+    "buffers for max_num_seqs {seqs} x vocab {vocab}",
+)
+CUDA_GRAPHS = Message(
+    "vllm.cuda_graphs", "CUDA-graph capture pool (enforce_eager=False); vLLM budgets it inside gpu_memory_utilization"
+)
+NON_TORCH = Message(
+    "vllm.non_torch", "CUDA context, cuBLAS/NCCL handles (vLLM counts it inside gpu_memory_utilization)"
+)
+NON_TORCH_TP = Message(
+    "vllm.non_torch.tp",
+    "CUDA context, cuBLAS/NCCL handles and custom all-reduce buffers (vLLM counts it inside gpu_memory_utilization)",
+)
+POOL = Message(
+    "vllm.kv_pool",
+    "gpu_memory_utilization {utilization} x {memory:.2f} GiB = {pool:.2f} GiB, minus weights, profile activations, "
+    "graphs and non-torch memory; holds {capacity:,} tokens at {per_token:,.0f} B/token (every layer counted, as vLLM "
+    "reports it); your {batch} x {seq_len} tokens need {need:.2f} GiB: {plan}",
+)
+POOL_TOO_SMALL = Message(
+    "vllm.kv_pool.too_small",
+    "vLLM: the KV pool ({pool:.2f} GiB) is smaller than {batch} sequences of {seq_len} tokens need ({need:.2f} GiB); "
+    "vLLM will queue requests or refuse max_model_len {seq_len}",
+)
+NO_POOL = Message(
+    "vllm.kv.no_gpu",
+    "paged KV for {batch} x {seq_len} tokens in {block}-token blocks: {plan}; no GPU chosen, so no pool size: this is "
+    "the minimum the requests need",
+)
+CHOOSE_GPU = Message(
+    "vllm.choose_gpu",
+    "vLLM pre-allocates gpu_memory_utilization x the GPU's memory: choose a GPU to see the pool",
+)
+SHARD = Message("vllm.weights.shard", "tensor parallel {tp} x pipeline parallel {pp}: one GPU's shard")
+RESERVED = Message("vllm.reserved", "vLLM allocates its KV pool in one piece: reserved = allocated")
 
 
-def vllm_tp_problem(arch: Architecture, tp: int) -> str | None:
+def vllm_tp_problem(arch: Architecture, tp: int) -> Text | None:
     """Why vLLM refuses tensor parallel ``tp`` for this model (its config checks), or None: the attention heads
     must split evenly, and the KV heads either split evenly or divide ``tp`` (each rank then keeps a copy)."""
     if tp <= 1 or not arch.layers:
         return None
     layer = arch.layers[0]
     if layer.n_heads % tp:
-        return f"vLLM: tensor parallel {tp} does not divide the {layer.n_heads} attention heads"
+        return TP_HEADS(tp=tp, heads=layer.n_heads)
     kv = layer.n_kv_heads
     if layer.attention != AttentionKind.MLA and kv and (kv % tp if kv >= tp else tp % kv):
-        return f"vLLM: tensor parallel {tp} and the {kv} KV heads: one must divide the other"
+        return TP_KV_HEADS(tp=tp, kv_heads=kv)
     return None
 
 
@@ -52,10 +96,7 @@ def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
         name="profile-run activations",
         bytes=act,
         category="activations",
-        explain=(
-            f"vLLM profiles one step of max_num_batched_tokens {batched}: {layer_text} (/ TP {tp}), plus "
-            f"fp32 logits and sampler buffers for max_num_seqs {opts.max_num_seqs} x vocab {arch.vocab}"
-        ),
+        explain=PROFILE(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab),
     )
 
 
@@ -68,7 +109,7 @@ def _cuda_graphs(opts: VllmOptions) -> list[Component]:
                 name="CUDA graphs",
                 bytes=K.VLLM_CUDA_GRAPHS,
                 category="overhead",
-                explain="CUDA-graph capture pool (enforce_eager=False); vLLM budgets it inside gpu_memory_utilization",
+                explain=CUDA_GRAPHS(),
             )
         ]
     )
@@ -80,21 +121,19 @@ def _non_torch(tp: int) -> Component:
         name="non-torch memory",
         bytes=non_torch,
         category="overhead",
-        explain="CUDA context, cuBLAS/NCCL handles"
-        + (" and custom all-reduce buffers" if tp > 1 else "")
-        + " (vLLM counts it inside gpu_memory_utilization)",
+        explain=NON_TORCH_TP() if tp > 1 else NON_TORCH(),
     )
 
 
 def _kv_pool(
     ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float
-) -> tuple[Component, dict[str, int | None], list[str]]:
+) -> tuple[Component, dict[str, int | None], list[Text]]:
     """The KV pool gpu_memory_utilization leaves (or, with no GPU chosen, the KV the requests need), the pool's
     answers and its warnings."""
     opts = ctx.work.vllm
     b = ctx.work.batch
     seq_len = ctx.input_len + ctx.work.output_len
-    warnings: list[str] = []
+    warnings: list[Text] = []
     info_kwargs: dict[str, int | None] = {}
     if ctx.gpu is not None:
         pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
@@ -111,27 +150,28 @@ def _kv_pool(
             name="KV cache pool",
             bytes=kv_pool,
             category="pool",
-            explain=(
-                f"gpu_memory_utilization {opts.gpu_memory_utilization} x {fmt_gib(ctx.gpu.memory_bytes)} = "
-                f"{fmt_gib(pool)}, minus weights, profile activations, graphs and non-torch memory; holds "
-                f"{capacity:,} tokens at {per_tok:,.0f} B/token (every layer counted, as vLLM reports it); your "
-                f"{b} x {seq_len} tokens need {fmt_gib(need_kv)}: {plan.explain}"
+            explain=POOL(
+                utilization=opts.gpu_memory_utilization,
+                memory=ctx.gpu.memory_bytes / GIB,
+                pool=pool / GIB,
+                capacity=capacity,
+                per_token=per_tok,
+                batch=b,
+                seq_len=seq_len,
+                need=need_kv / GIB,
+                plan=plan.explain,
             ),
         )
         if need_kv > kv_pool:
-            warnings.append(
-                f"vLLM: the KV pool ({fmt_gib(kv_pool)}) is smaller than {b} sequences of {seq_len} tokens need "
-                f"({fmt_gib(need_kv)}); vLLM will queue requests or refuse max_model_len {seq_len}"
-            )
+            warnings.append(POOL_TOO_SMALL(pool=kv_pool / GIB, batch=b, seq_len=seq_len, need=need_kv / GIB))
     else:
         kv = Component(
             name="KV cache",
             bytes=need_kv,
             category="kv_cache",
-            explain=f"paged KV for {b} x {seq_len} tokens in {opts.block_size}-token blocks: {plan.explain}; "
-            "no GPU chosen, so no pool size: this is the minimum the requests need",
+            explain=NO_POOL(batch=b, seq_len=seq_len, block=opts.block_size, plan=plan.explain),
         )
-        warnings.append("vLLM pre-allocates gpu_memory_utilization x the GPU's memory: choose a GPU to see the pool")
+        warnings.append(CHOOSE_GPU())
     return kv, info_kwargs, warnings
 
 
@@ -144,12 +184,10 @@ def vllm_run(ctx: Context) -> EngineRun:
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
     seq_len = s_in + s_out
     batched = opts.max_num_batched_tokens or max(8192, 0)
-    warnings: list[str] = []
+    warnings: list[Text] = []
     # tensor parallel shards every layer; pipeline parallel gives each stage 1/pp of the layers
     w_share = 1.0 / (tp * pp)
-    weights = weights_component(
-        ctx, w_share, "" if tp * pp == 1 else f"tensor parallel {tp} x pipeline parallel {pp}: one GPU's shard"
-    )
+    weights = weights_component(ctx, w_share, None if tp * pp == 1 else SHARD(tp=tp, pp=pp))
     activations = _profile_activations(ctx, batched, tp)
     act = activations.bytes
     graphs = _cuda_graphs(opts)
@@ -187,7 +225,7 @@ def vllm_run(ctx: Context) -> EngineRun:
         phases=phases,
         device_extra=[non_torch_c],
         reserved_slack=0,
-        reserved_explain="vLLM allocates its KV pool in one piece: reserved = allocated",
+        reserved_explain=RESERVED(),
         host_bytes=0,
         info=info,
         warnings=warnings,
@@ -243,7 +281,7 @@ class VllmEngine(Engine):
     def run(self, ctx: Context) -> EngineRun:
         return vllm_run(ctx)
 
-    def tp_problem(self, arch: Architecture, tp: int) -> str | None:
+    def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         return vllm_tp_problem(arch, tp)
 
     def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
