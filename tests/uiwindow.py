@@ -6,11 +6,11 @@ from typing import Any
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
-from vramdesk.services.nvml import DetectionResult
+from vramdesk.services.nvml import NO_DRIVER, DetectionResult
 from vramdesk.ui import qtapp
 from vramdesk.ui.main_window import MainWindow
 
-NO_GPU = DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)")
+NO_GPU = DetectionResult(reason=NO_DRIVER(library="libnvidia-ml.so.1"))
 
 
 def make_window(qtbot: Any, scenario: Scenario = DEFAULT_SCENARIO, *, wait: bool = True, **kw: Any) -> MainWindow:

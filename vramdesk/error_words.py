@@ -3,7 +3,7 @@ and storage layers, which may not import each other; outside the layers like :mo
 
 * :func:`said` is what an exception says: the :class:`Text` it carries as ``args[0]`` (a converted layer's
   refusal), the words of an :class:`OSError`, else its English marked :func:`~vramdesk.core.messages.free`
-  (a library's or the network's own text, translated by the regular-expression table while it exists).
+  (a library's or the network's own text, shown as it is).
 * :func:`os_reason` is the OS's reason of an :class:`OSError` (``err.strerror or err``): the POSIX wording of
   the common ones has a message id; any other wording (another OS, another errno) is kept as English.
 * :func:`redact_text` is :func:`vramdesk.safety.redact` that keeps the message ids: the plain arguments are
@@ -28,6 +28,14 @@ _STRERROR = {
         Message("paths.os.no_space", "No space left on device"),
         Message("paths.os.quota", "Disk quota exceeded"),
         Message("paths.os.not_permitted", "Operation not permitted"),
+        # the network's (a Hub that cannot be reached)
+        Message("paths.os.connection_refused", "Connection refused"),
+        Message("paths.os.connection_reset", "Connection reset by peer"),
+        Message("paths.os.network_unreachable", "Network is unreachable"),
+        Message("paths.os.no_route", "No route to host"),
+        Message("paths.os.timed_out", "Connection timed out"),
+        Message("paths.os.unknown_host", "Name or service not known"),
+        Message("paths.os.name_resolution", "Temporary failure in name resolution"),
     )
 }
 OS_ERROR_FILE = Message("paths.os.error_file", "[Errno {errno}] {reason}: {filename!r}")
@@ -67,7 +75,15 @@ def said(err: BaseException) -> str:
         return err.args[0]
     if isinstance(err, OSError):
         return os_error(err)
-    return free(str(err))
+    # a library's error that repeats the OS's words (httpx's ConnectError: "[Errno 111] Connection refused")
+    english, cause = str(err), err.__cause__ or err.__context__
+    for _ in range(8):
+        if cause is None:
+            break
+        if isinstance(cause, OSError) and str(cause) == english:
+            return os_error(cause)
+        cause = cause.__cause__ or cause.__context__
+    return free(english)
 
 
 def redact_text(text: str) -> str:

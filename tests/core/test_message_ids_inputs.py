@@ -42,8 +42,8 @@ from vramdesk.core.quant_config import format_from_quantization_config
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 from vramdesk.ui.core_text import localize, message_table
-from vramdesk.ui.error_text import validation_text
 from vramdesk.ui.presenter import describe_error
+from vramdesk.validation_text import validation_text
 
 LANG = "zh_CN"
 CAT = default_catalog()
@@ -326,7 +326,7 @@ def _pydantic_types() -> list[Text]:
     """Each of pydantic's error types the table words, as pydantic words it (``PydanticKnownError``)."""
     from pydantic_core import PydanticKnownError
 
-    from vramdesk.ui.error_text import PYDANTIC, error_message
+    from vramdesk.validation_text import PYDANTIC, error_message
 
     sample = {"gt": 1, "ge": 1.0, "lt": 2.5, "le": 1, "multiple_of": 2, "class_name": "InferenceWorkload"}
     sample |= {"expected": "'a', 'b' or 'c'", "discriminator": "'kind'", "tag": "x", "expected_tags": "'a', 'b'"}
@@ -593,7 +593,7 @@ def test_pydantic_messages_format_to_pydantics_english() -> None:
 
 
 def test_an_unknown_pydantic_wording_stays_a_plain_string() -> None:
-    from vramdesk.ui.error_text import error_message
+    from vramdesk.validation_text import error_message
 
     assert error_message({"type": "greater_than", "msg": "Input must exceed 0", "ctx": {"gt": 0}}) == (
         "Input must exceed 0"

@@ -37,8 +37,8 @@ def test_nested_texts_and_joins_keep_their_parts() -> None:
     joined = join("; ", outer, "a plain note")
     assert joined == "3 GiB free; a plain note" and joined.id == "" and joined.parts == (outer, "a plain note")
     assert joined.separator == "; "
-    loose = free("some label", table="basis")
-    assert loose == "some label" and loose.id == "" and loose.args["table"] == "basis"
+    loose = free("some label")
+    assert loose == "some label" and isinstance(loose, Text) and loose.id == "" and not loose.args
     assert free(outer) is outer
 
 

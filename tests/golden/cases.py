@@ -217,14 +217,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _core_texts(est: Any) -> list[str]:
-    """Every English sentence of an estimate the window translates."""
-    out: list[str] = [c.explain for c in est.components] + [c.explain for c in est.device_overheads]
+def _core_texts(est: Any) -> list[tuple[bool, str]]:
+    """Every English text of an estimate the window translates, each with whether it is a component or phase name
+    (looked up whole, as the window does) or a sentence."""
+    out: list[tuple[bool, str]] = [(False, c.explain) for c in (*est.components, *est.device_overheads)]
     for ph in est.phases:
-        out += [ph.name] + [c.name for c in ph.components] + [c.explain for c in ph.components]
-    out += list(est.warnings) + list(est.params.notes)
+        out += [(True, ph.name)] + [(True, c.name) for c in ph.components] + [(False, c.explain) for c in ph.components]
+    out += [(False, t) for t in (*est.warnings, *est.params.notes)]
     if est.fit is not None:
-        out.append(est.fit.message)
+        out.append((False, est.fit.message))
     return out
 
 
@@ -282,7 +283,7 @@ def core_cases() -> Iterator[tuple[str, Callable[[], dict[str, Any]]]]:
                         view = presenter.build_view(est, scenario, gpu)
                         form = presenter.form_from_scenario(scenario)
                         back = presenter.scenario_from_form(scenario, form)
-                        zh = [localize(t, "zh_CN") for t in _core_texts(est)]
+                        zh = [(localize_name if name else localize)(t, "zh_CN") for name, t in _core_texts(est)]
                         zh += [localize_name(t, "zh_CN") for t in view.colors]
                         rec["view"] = _digest(json.dumps(_plain(view), sort_keys=True, default=str))
                         rec["form"] = _digest(json.dumps(vars(form), sort_keys=True, default=str))

@@ -565,6 +565,20 @@ def made_directly(t: Texts, tmp_path: Path) -> None:
     for errno, words in ((122, "Disk quota exceeded"), (1, "Operation not permitted")):
         t.add("library", lib.CANNOT_LIST(error=os_error(OSError(errno, words))), keep)
     t.add("library", lib.CANNOT_BE_READ(path=path, reason=os_reason(denied)), keep)
+    # the network's words, as httpx repeats them from the OSError underneath (a Hub that cannot be reached)
+    for errno, words in (
+        (104, "Connection reset by peer"),
+        (101, "Network is unreachable"),
+        (113, "No route to host"),
+        (110, "Connection timed out"),
+        (-2, "Name or service not known"),
+        (-3, "Temporary failure in name resolution"),
+    ):
+        try:
+            raise RuntimeError(f"[Errno {errno}] {words}") from OSError(errno, words)
+        except RuntimeError as wrapped:
+            where = "huggingface.co"
+            t.add("hub", hub.UNREACHABLE(where=where, kind="ConnectError", error=said(wrapped)), keep | {where})
     t.add("library", lib.NO_FREE_NAME(name="plan", root=path), keep | {"'plan'"})
     t.add("library", lib.APPEARED(id="plan.vramdesk.json"), keep)
     t.add("library", lib.CREATED_MEANWHILE(id="plan.vramdesk.json"), keep)

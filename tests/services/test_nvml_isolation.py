@@ -27,6 +27,7 @@ from vramdesk.core.estimate import estimate
 from vramdesk.core.fit import verdict
 from vramdesk.core.gpu import GIB, MIB, GpuSpec
 from vramdesk.core.messages import Text
+from vramdesk.error_words import os_error
 from vramdesk.services import nvml as nv
 from vramdesk.services.catalog import default_catalog
 from vramdesk.ui.core_text import localize
@@ -351,9 +352,9 @@ def test_the_new_texts_are_chinese_in_the_window(driver) -> None:
         nv._answer(3, "", "boom\n").reason or "",
         nv._answer(3, "", "").reason or "",
         nv._answer(0, "", "").reason or "",
-        nv._skipped(f"could not start the GPU probe ({FileNotFoundError(2, 'No such file or directory')})").reason
+        nv._skipped(nv.PROBE_NOT_STARTED(error=os_error(FileNotFoundError(2, "No such file or directory")))).reason
         or "",
-        "GPU detection was cancelled",
+        nv.CANCELLED(),
         nv.checked_free(24 * GIB, 40 * GIB, 2 * GIB)[1] or "",
         nv.checked_free(24 * GIB, 40 * GIB, 2 * GIB, GIB)[1] or "",
     ]

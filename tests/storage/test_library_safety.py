@@ -395,13 +395,16 @@ def test_slug_is_bounded_and_never_empty() -> None:
 
 def _library_refusals(library: ScenarioLibrary, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The library's new messages, as it words them (paths are this test's folders)."""
+    from vramdesk.core.messages import error_text
+    from vramdesk.error_words import strerror_text
+
     out: list[str] = []
 
     def said(fn: object) -> None:
         try:
             fn()  # type: ignore[operator]
         except (LibraryError, OSError) as err:
-            out.append(str(err))
+            out.append(error_text(err))
         else:  # pragma: no cover - each call below is refused
             raise AssertionError("not refused")
 
@@ -413,8 +416,8 @@ def _library_refusals(library: ScenarioLibrary, tmp_path: Path, monkeypatch: pyt
     blocker.write_text("not a folder")
     said(lambda: ScenarioLibrary(blocker / "lib").save(DEFAULT_SCENARIO, name="x"))
     # the busy lock and a full disk, worded as the library words them
-    out.append(f"the library {library.root} is busy (another vramdesk has held its lock for 15 s); nothing was saved")
-    out.append(f"cannot write to the library {library.root}: No space left on device; nothing was saved")
+    out.append(lib.BUSY(root=str(library.root), seconds=15))
+    out.append(lib.CANNOT_WRITE(root=str(library.root), reason=strerror_text("No space left on device")))
     # a damaged and an unreadable file in a folder that cannot be written
     (library.root / "bad.vramdesk.json").write_text("{half")
     unreadable = library.root / "locked.vramdesk.json"

@@ -1,10 +1,11 @@
 """Chinese for the texts the core produces (vramdesk/ui/core_text.py): explanations, warnings, the verdict, the
 solver's and the advice's texts, the errors of invalid inputs.
 
-The core stays English; the window translates at display time from ``resources/i18n/zh_CN.core.json``. The
-sweep (tests/coresweep.py) runs the real estimator (and the solver, the advice and the speed model) over many scenarios,
-collects every text the window would show, and checks that after translation no English word is left except a
-short list of technical identifiers. A new core phrase without a translation fails here, with the phrase named.
+The core stays English; the window translates at display time by message id (``resources/i18n/zh_CN.messages*.json``)
+and component names whole (``zh_CN.names.json``). The sweep (tests/coresweep.py) runs the real estimator (and the
+solver, the advice and the speed model) over many scenarios, collects every text the window would show, and checks
+that after translation no English word is left except a short list of technical identifiers. A new core sentence
+without a translation fails here, with the sentence named.
 """
 
 from __future__ import annotations
@@ -77,39 +78,46 @@ def test_english_texts_pass_through_unchanged(texts) -> None:
 
 
 def test_examples_read_as_they_should() -> None:
-    fit = "needs 9.85 GiB of 23.99 GiB total; 14.14 GiB to spare"
-    assert localize(fit, ZH) == "需要 9.85 GiB（总显存共 23.99 GiB）；尚余 14.14 GiB"
-    short = "needs 30.20 GB per GPU but the RTX 4090 has 25.76 GB free: short by 4.44 GB"
+    from vramdesk.core.fit import verdict
+    from vramdesk.core.gpu import GIB
+    from vramdesk.services.catalog import default_catalog
+    from vramdesk.ui.presenter import fit_message, set_unit
+
+    rtx = default_catalog().gpu("RTX 4090")
+    fit = verdict(int(9.846 * GIB), rtx)
+    assert localize(fit.message, ZH) == "需要 9.85 GiB（总显存共 23.99 GiB）；尚余 14.14 GiB"
+    set_unit("GB")
+    try:
+        short = fit_message(verdict(int(30.2e9), rtx.model_copy(update={"free_bytes": int(25.76e9)})))
+    finally:
+        set_unit("GiB")
+    assert short == "needs 30.20 GB per GPU but the RTX 4090 has 25.76 GB free: short by 4.44 GB"
     assert localize(short, ZH) == "每块 GPU 需要 30.20 GB，但 RTX 4090 的空闲显存只有 25.76 GB：还差 4.44 GB"
     assert localize_name("optimizer states", ZH) == "优化器状态" and localize_name("KV cache", ZH) == "KV 缓存"
     assert localize_name("gradients", ZH) == "梯度" and localize_name("activations", ZH) == "激活值"
-    assert localize("sequence length 8,192 -> 4,096 + 8-bit AdamW", ZH) == "序列长度 8,192 -> 4,096 + 8 位 AdamW"
 
 
 def test_translator_rules() -> None:
+    from vramdesk.core.messages import Message, free, join
+
+    word = Message("test.rules.word", "big")()
+    sentence = Message("test.rules.sentence", "a {size} one on the {gpu}: {n:,} tokens")
     t = Translator(
-        {
-            "names": {"load": "加载"},
-            "size": {"big": "大", "size {n}": "大小 {n}"},
-            "phrases": {
-                "KV cache": "KV 缓存",
-                "KV cache pool": "KV 缓存池",
-                "load": "加载",
-                "{n} x {g} ({x})": "{n} x {g}（{x}）",
-                "a {size} one": "一个{size}的",
-                "weights {id}": "权重 {id}",
-            },
-        }
+        {"test.rules.word": "大", "test.rules.sentence": "{gpu} 上一个{size}的：{n:,} 个 token"},
+        {"load": "加载"},
     )
-    assert t.text("the KV cache pool") == "the KV 缓存池"  # the longest template wins
-    assert t.text("download") == "download"  # whole words only
-    assert t.text("2 x RTX 4090 (load)") == "2 x RTX 4090（加载）"  # {g} kept, {x} translated in turn
-    assert t.text("a big one") == "一个大的" and t.text("a size 12 one") == "一个大小 12的"
-    assert t.text("weights q4_k_m; KV cache") == "权重 q4_k_m；KV 缓存"
-    assert t.text("nothing known") == "nothing known" and t.name("load") == "加载" and t.name("x") == "x"
+    one = sentence(size=word, gpu="RTX 4090", n=4096)
+    assert one == "a big one on the RTX 4090: 4,096 tokens"
+    assert t.text(one) == "RTX 4090 上一个大的：4,096 个 token"  # nested texts translated, names kept, formats kept
+    assert t.text(join("; ", one, free("an English note"))) == "RTX 4090 上一个大的：4,096 个 token；an English note"
+    unknown = Message("test.rules.unknown", "nothing known about {size}")(size=word)
+    assert t.text(unknown) == "nothing known about big" and t.missing(unknown) == ["test.rules.unknown"]
+    assert t.text("a plain string (big)") == "a plain string (big)"  # no id: shown as it is
+    assert t.name("load") == "加载" and t.name("x") == "x"
 
 
-def test_the_core_table_ships_next_to_the_window_table() -> None:
-    assert (i18n.i18n_dir() / "zh_CN.core.json").is_file()
+def test_the_core_tables_ship_next_to_the_window_table() -> None:
+    assert (i18n.i18n_dir() / "zh_CN.names.json").is_file()
     table = core_text.translator(ZH)
-    assert table is not None and len(table.tables["phrases"]) > 150
+    assert table is not None and len(table.messages) > 800 and len(table.names) > 60
+    assert not (i18n.i18n_dir() / "zh_CN.core.json").exists()  # the regular-expression tables are gone

@@ -1,7 +1,7 @@
 """Chinese for the English texts of the services and storage layers that the window shows: the NVML detection
 reason, Hub errors and search notes, model-resolution and local-file errors, the facts' notes of resolved models,
-the model browser's details, and the library's notices (vramdesk/ui/core_text.py, with
-``resources/i18n/zh_CN.services.json`` merged into the core's table).
+the model browser's details, and the library's notices (vramdesk/ui/core_text.py, by message id:
+``resources/i18n/zh_CN.messages.services.json``).
 
 The services and storage stay English (the command line and JSON read them); the window translates at display
 time. The sweep below produces the real messages: Hub errors from the fake Hub over real HTTP, NVML reasons from
@@ -29,6 +29,8 @@ from i18ncheck import CORE_WHITELIST, TOKEN
 from i18ncheck import english_left as _english_left
 
 from vramdesk.core.checkpoint import CheckpointError
+from vramdesk.core.messages import error_text, free, join
+from vramdesk.core.messages import text as message_text
 from vramdesk.core.scenario import Scenario
 from vramdesk.services import nvml as nv
 from vramdesk.services.cache import AnswerCache
@@ -40,7 +42,7 @@ from vramdesk.services.deepspeed import (
     parse_deepspeed,
     read_deepspeed,
 )
-from vramdesk.services.hub import HubClient, HubError, HubModel, run_with_deadline
+from vramdesk.services.hub import SEARCHING, HubClient, HubError, HubModel, run_with_deadline
 from vramdesk.services.local import LocalModelError
 from vramdesk.services.resolve import ResolveError, resolve_model
 from vramdesk.services.search import hub_results, local_results
@@ -114,7 +116,7 @@ class Texts:
         """Run ``fn``, which must fail with one of ``exc``, and keep its message."""
         with pytest.raises(exc or (Exception,)) as err:
             fn()
-        self.add(kind, str(err.value), keep)
+        self.add(kind, error_text(err.value), keep)
 
 
 def nvml_texts(t: Texts) -> None:
@@ -191,12 +193,12 @@ def hub_texts(t: Texts, hub: FakeHub, tmp_path: Path) -> None:
     t.error("hub", keep, lambda: _client(offline=True).search("llama"), HubError)
     t.error("hub", keep, lambda: _client(endpoint="http://127.0.0.1:9").model_info("acme/tiny-llama"), HubError)
     keep.add("127.0.0.1:9")
-    slow = "searching 'llama' on the Hub"
+    slow = SEARCHING(query="llama")
     # the stuck calls outlast their deadlines by a minute, so no loaded machine makes them finish in time
     t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(60), 0.2, slow), HubError)
     cancel = threading.Event()
     cancel.set()
-    t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(2), 5, "searching 'x' on the Hub", cancel))
+    t.error("hub", keep, lambda: run_with_deadline(lambda: time.sleep(2), 5, SEARCHING(query="x"), cancel))
     for status in (429, 500, 503, 401, 403, 404):
         hub.fail[r"^/api/models$"] = (status, "")
         t.error("hub", keep, lambda: c.search("llama"), HubError)
@@ -466,10 +468,10 @@ def test_numbers_identifiers_and_names_survive_translation(texts) -> None:
 
 
 def test_a_service_message_without_a_translation_is_named() -> None:
-    """The check can fail: a made-up message, and a known one with an unknown tail, keep their English words."""
-    made_up = localize("the NVIDIA driver went fishing", ZH)
+    """The check can fail: a made-up message, and a known one joined with an English tail, keep their English."""
+    made_up = localize(message_text("test.fishing", "the NVIDIA driver went fishing"), ZH)
     assert english_left(made_up, set()) == ["the", "driver", "went", "fishing"]
-    zh = localize("the NVIDIA driver is installed but not loaded; the fan is on fire", ZH)
+    zh = localize(join("; ", nv.NOT_LOADED(), free("the fan is on fire")), ZH)
     assert zh.startswith("NVIDIA 驱动已安装，但尚未加载")
     assert english_left(zh, set()) == ["the", "fan", "is", "on", "fire"]
 
@@ -480,28 +482,18 @@ def test_english_texts_pass_through_unchanged(texts) -> None:
 
 
 def test_examples_read_as_they_should() -> None:
-    assert localize("no NVIDIA driver found (libnvidia-ml.so.1)", ZH) == "未找到 NVIDIA 驱动（libnvidia-ml.so.1）"
-    hub = "searching 'qwen' on the Hub: rate limited by huggingface.co (HTTP 429); wait a minute"
-    assert localize(hub, ZH) == "在 Hub 上搜索“qwen”：被 huggingface.co 限流（HTTP 429）；请等一分钟"
-    gated = (
-        "looking up meta-llama/Llama-3.1-8B on the Hub: meta-llama/Llama-3.1-8B is gated on huggingface.co: "
-        "your token has no access to it: request access on the model's page"
-    )
-    assert localize(gated, ZH) == (
-        "在 Hub 上查询 meta-llama/Llama-3.1-8B：meta-llama/Llama-3.1-8B 在 huggingface.co 上是受限访问的仓库："
-        "你的令牌无权访问它：请在模型页面上申请访问权限"
-    )
-    moved = "/data/a.vramdesk.json: not a JSON scenario file (Expecting value: line 1 column 1 (char 0))"
-    expected = "/data/a.vramdesk.json：不是 JSON 场景文件（此处应为一个值：第 1 行第 1 列（字符 0））"
-    assert localize(moved, ZH) == expected
+    from vramdesk.services import hub
+
+    assert localize(nv.NO_DRIVER(library="libnvidia-ml.so.1"), ZH) == "未找到 NVIDIA 驱动（libnvidia-ml.so.1）"
+    limited = hub.FAILED(what=hub.SEARCHING(query="qwen"), problem=hub.RATE_LIMITED(where="huggingface.co"))
+    assert localize(limited, ZH) == "在 Hub 上搜索“qwen”：被 huggingface.co 限流（HTTP 429）；请等一分钟", str(limited)
+    assert str(limited) == "searching 'qwen' on the Hub: rate limited by huggingface.co (HTTP 429); wait a minute"
 
 
-def test_the_services_table_is_merged_into_the_core_table() -> None:
+def test_the_service_tables_ship_next_to_the_window_tables() -> None:
     core_text.translator.cache_clear()
     table = core_text.translator(ZH)
     assert table is not None
-    phrases = {r.template for r in table.tables["phrases"]}
-    assert "NVIDIA 驱动已安装，但尚未加载" in phrases  # zh_CN.services.json
-    assert "需要 {n} {id}（总显存共 {n2} {id2}）" in phrases or len(phrases) > 300  # zh_CN.core.json
-    data = json.loads((core_text.i18n_dir() / "zh_CN.services.json").read_text(encoding="utf-8"))
-    assert core_text.TABLE_PARTS == ("core", "services") and len(data["phrases"]) > 100
+    assert table.messages["nvml.not_loaded"] == "NVIDIA 驱动已安装，但尚未加载"
+    names = [p.name for p in core_text.message_files(ZH)]
+    assert "zh_CN.messages.services.json" in names and len(table.messages) > 800

@@ -53,18 +53,41 @@ def test_placeholders_survive_translation() -> None:
 
 def _refusals() -> list[str]:
     """The refusals of absurd input (issue 18) as the window shows them: config bounds, strict JSON, plan bounds."""
-    from vramdesk.core import jsonsafe
+    from pydantic import ValidationError
 
-    out = [
-        "qwen3: field 'num_hidden_layers' = 2147483648 is above 1,024 (no real model has that many layers)",
-        "llama: field 'vocab_size' = 9999999 is above 4,194,304 (no real model has a vocabulary that large)",
-        "hardware: 4,096 nodes x 4,096 GPUs = 16,777,216 GPUs: a plan models at most 65,536 GPUs",
-        "this plan needs 2.5 EiB on one GPU or machine, above the 1 EiB any estimate may reach: the batch, the "
-        "lengths or the model's sizes are far outside anything real",
-        "config field rope_theta = nan is not a finite number",
-        "llama: 2.3e+15 parameters is above 1e+14 (no real model is that large: check the layer, width, vocabulary "
-        "and expert counts)",
-    ]
+    from vramdesk.core import jsonsafe
+    from vramdesk.core.facts import model_facts
+    from vramdesk.core.messages import error_text
+    from vramdesk.core.scenario import Scenario
+    from vramdesk.ui.presenter import describe_error
+
+    base = {
+        "model_type": "qwen3",
+        "hidden_size": 1024,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 8,
+        "intermediate_size": 2048,
+        "vocab_size": 32000,
+        "max_position_embeddings": 4096,
+        "head_dim": 128,
+    }
+    huge = {"hidden_size": 65536, "intermediate_size": 1000000, "num_hidden_layers": 1024}
+    out: list[str] = []
+    for bad in (
+        {"num_hidden_layers": 2**31},  # above 1,024 layers
+        {"model_type": "llama", "vocab_size": 9999999},  # a vocabulary above 4,194,304
+        {"rope_theta": float("nan")},
+        {"model_type": "llama", **huge, "num_attention_heads": 512, "num_key_value_heads": 512},  # 2e14 parameters
+    ):
+        try:
+            model_facts({**base, **bad}, "x/y")
+        except ValueError as err:
+            out.append(error_text(err))
+    try:  # more GPUs than a plan models
+        Scenario.model_validate({"model": {"id": "a/b"}, "hardware": {"nodes": 4096, "gpu_count": 4096}})
+    except ValidationError as err:
+        out.append(describe_error(err))
     for bad in (
         b'{"a": NaN}',
         b"[" * 100 + b"]" * 100,
@@ -75,7 +98,8 @@ def _refusals() -> list[str]:
         try:
             jsonsafe.loads(bad, source="config.json")
         except jsonsafe.JsonError as err:
-            out.append(str(err))
+            out.append(error_text(err))
+    assert len(out) == 10
     return out
 
 

@@ -43,7 +43,7 @@ def basis_text(label: str) -> Text:
     """A basis word as its :class:`Text` ("total", "free", "budget" or an engine's label kept as it came)."""
     if isinstance(label, Text):
         return label
-    return _BASES.get(label) or free(label, table="basis")
+    return _BASES.get(label) or free(label)
 
 
 def headroom(memory_bytes: int) -> int:

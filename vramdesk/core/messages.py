@@ -12,11 +12,11 @@ matching it against regular expressions.
 * Number formats live in the template (``{need:.2f} GiB``) and the args hold the raw value, so the English is
   the f-string's output unchanged; a translated template reuses the same placeholders and format specs.
 * Composite texts have the id ``""``: :func:`join` (``join("; ", verdict, note)``) keeps its ``parts`` and its
-  ``separator``; :func:`free` marks a piece of English that has no id yet (a label, a note from another layer):
-  the window translates it with its regular-expression table (``args["table"]`` names which one).
+  ``separator``; :func:`free` marks English that has no id (a library's or the OS's own words): it stays English.
 
-A translation table maps an id to a template in the other language (``resources/i18n/<lang>.messages.json``,
-read by ``vramdesk/ui/core_text.py``). Plain ``str`` values of a converted message are never translated.
+A translation table maps an id to a template in the other language (``resources/i18n/<lang>.messages*.json``,
+read by ``vramdesk/ui/core_text.py``). Plain ``str`` values of a message (a GPU, a model, a dtype) are shown as
+they are in every language.
 """
 
 from __future__ import annotations
@@ -106,10 +106,10 @@ def join(separator: str, *parts: str) -> Text:
     return Text(separator.join(parts), "", None, tuple(parts), separator)
 
 
-def free(value: str, table: str = "phrases") -> Text:
-    """English without an id yet (a label, another layer's note): the window translates it with the
-    regular-expression table ``table`` (``"phrases"``, or a table of whole words such as ``"basis"``)."""
-    return value if isinstance(value, Text) else Text(value, "", {"table": table})
+def free(value: str) -> Text:
+    """English that has no id (a library's or the OS's own words, data such as a catalog note): shown as it is in
+    every language. A :class:`Text` comes back unchanged."""
+    return value if isinstance(value, Text) else Text(value)
 
 
 def error_text(err: BaseException) -> str:

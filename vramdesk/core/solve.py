@@ -87,7 +87,7 @@ SEARCH_LIMIT = Message("solve.limit.search", "search limit {cap:,}")
 
 def verdict_word(verdict: str) -> Text:
     """A verdict ("fits", "tight", "does not fit") as the word a sentence uses."""
-    return VERDICT_WORDS.get(verdict) or free(verdict, table="verdict")
+    return VERDICT_WORDS.get(verdict) or free(verdict)
 
 
 class _Frozen(BaseModel):

@@ -42,9 +42,6 @@ GPTQ_KEPT = text(
 )
 # what the layers keep, with or without checkpointing (the explanation's first clause)
 LAYERS = Message("training.activations.layers", "{layers} layers x {tokens} tokens ({rule})")
-#: the same, when the rule ends with a LoRA clause (its Chinese closes the parenthesis as the regular-expression
-#: table read it, after the clause's own)
-LAYERS_LORA_LAST = Message("training.activations.layers.lora_last", "{layers} layers x {tokens} tokens ({rule})")
 SELECTIVE = Message(
     "training.activations.selective",
     "selective checkpointing every {k} layers: {inputs} layer inputs ({bytes} B x h x {tokens} tokens each) + "
@@ -419,10 +416,7 @@ def _kept_for_backward(
         resident_how = CHECKPOINTING_RESIDENT(layers=arch.n_layers, bytes=rb, tokens=tokens)
     else:
         total = sum(per_layer) + outside + amp_copies
-        rule = layers.text
-        last = rule.parts[-1] if rule.parts else rule
-        message = LAYERS_LORA_LAST if last in (LORA_FROZEN, LORA_FP32_INPUTS) else LAYERS
-        how = message(layers=arch.n_layers, tokens=tokens, rule=rule)
+        how = LAYERS(layers=arch.n_layers, tokens=tokens, rule=layers.text)
     return _Kept(total, recompute, amp_saved, how, resident_how)
 
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from vramdesk.core import jsonsafe
 from vramdesk.core.messages import Message, Text, free, join
 from vramdesk.core.scenario import Scenario
+from vramdesk.validation_text import error_message
 
 MAX_BYTES = 1024 * 1024
 
@@ -367,12 +368,9 @@ def apply_deepspeed(scenario: Scenario, plan: DeepSpeedPlan) -> Scenario:
 
 
 def _validation_message(e: Any) -> str:
-    """pydantic's message of one error without its "Value error, ": the validator's own Text where it raised one."""
-    msg = str(e["msg"]).removeprefix("Value error, ")
-    said = (e.get("ctx") or {}).get("error")
-    if isinstance(said, Exception) and said.args and isinstance(said.args[0], Text) and said.args[0] == msg:
-        return said.args[0]
-    return free(msg)
+    """pydantic's message of one error without its "Value error, ", with its id where it has one."""
+    message = error_message(e)
+    return message if isinstance(message, Text) else free(message)
 
 
 def describe_plan(plan: DeepSpeedPlan) -> str:

@@ -374,7 +374,7 @@ def _problem(err: BaseException, *, repo: str | None, where: str, has_token: boo
         if isinstance(e, httpx2.TimeoutException | TimeoutError):
             return "timeout", TIMEOUT(where=where)
         if isinstance(e, httpx2.TransportError | ConnectionError):
-            return "offline", UNREACHABLE(where=where, kind=type(e).__name__, error=free(str(e)))
+            return "offline", UNREACHABLE(where=where, kind=type(e).__name__, error=said(e))
         if isinstance(e, hf.SafetensorsParsingError | CheckpointError | hf.FileMetadataError | LocalModelError):
             return "malformed", said(e)
         if isinstance(e, ValueError | KeyError | TypeError):

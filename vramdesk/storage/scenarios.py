@@ -14,6 +14,7 @@ from vramdesk.core.messages import Message, Text, free, join
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
 from vramdesk.error_words import said
 from vramdesk.fsutil import atomic_write_text
+from vramdesk.validation_text import error_message
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 
@@ -138,13 +139,12 @@ def _describe(err: ValidationError) -> str:
 
 
 def _problem(e: Any) -> str:
-    """pydantic's message of one error; a validator's own Text (after pydantic's "Value error, ") keeps its id."""
-    msg = str(e["msg"])
-    raised = (e.get("ctx") or {}).get("error")
-    said_text = raised.args[0] if isinstance(raised, Exception) and raised.args else None
-    if isinstance(said_text, Text) and msg == f"Value error, {said_text}":
-        return VALUE_ERROR(problem=said_text)
-    return free(msg)
+    """pydantic's message of one error, with its id where it has one (a validator's own Text after pydantic's
+    "Value error, ", or one of pydantic's own error types)."""
+    message = error_message(e)
+    if e.get("type") == "value_error" and isinstance(message, Text):
+        return VALUE_ERROR(problem=message)
+    return message if isinstance(message, Text) else free(str(e["msg"]))
 
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:

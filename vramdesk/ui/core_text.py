@@ -1,23 +1,27 @@
 """The core's English texts in the window's language: component explanations, warnings, the fit verdict,
-solver and advice texts, and the errors of invalid scenarios.
+solver and advice texts, the errors of invalid scenarios, and the texts of the services and storage layers the
+window shows (NVML detection, Hub errors and search notes, local files, the library's notices).
 
 The core and the command line stay English (their texts are a contract that scripts and tests read), so the
-translation happens here, at display time, from a reviewed table (``resources/i18n/<lang>.core.json``):
+translation happens here, at display time, by message id: every such text is a
+:class:`~vramdesk.core.messages.Text` that remembers its id and the values it was formatted from, and
+``resources/i18n/<lang>.messages*.json`` holds each id's template in that language, with the same placeholders
+and format specs as the English one. No sentence is matched against a pattern.
 
-The same mechanism, with a second file (``resources/i18n/<lang>.services.json``) merged into the table, translates
-the English texts of the services and storage layers the window shows: the NVML detection reason, Hub errors and
-search notes, model-resolution and local-file errors, and the library's notices.
+* A message: its template in ``lang`` formatted with its values; a value that is itself a ``Text`` is
+  translated in turn, a plain ``str`` value (a GPU, a model, a dtype, a number written with its unit) is kept as
+  it is.
+* A :func:`~vramdesk.core.messages.join`: its pieces, each in turn, with its separator.
+* An id without a template in ``lang``, and text without an id: the English, as it is.
+* Afterwards ASCII punctuation next to Chinese becomes full-width (``；``, ``：``, ``（…）``), as the window's own
+  Chinese strings write it: typography, so a template need not know what stands next to it.
 
-* ``names``: whole component and phase names ("KV cache", "optimizer step"): :func:`localize_name`.
-* ``phrases``: templates matched anywhere in a text, the longest first: :func:`localize`. In a template,
-  ``{n}`` is a number (``1,024``, ``0.9``, ``1.0e+09``), ``{id}`` one identifier-like token (``bf16``,
-  ``:4096:2:16:8``, ``GiB``), ``{g}`` a name kept as it is (a GPU, a model), ``{x}`` text that is translated in
-  turn, and any other name (``{basis}``) text translated by the table of that name. A digit at the end of a
-  placeholder name only makes it unique (``{n2}``). Every number, unit and identifier is copied unchanged.
+Component and phase names ("KV cache", "optimizer step") are words, not sentences: :func:`localize_name` looks
+them up whole in ``resources/i18n/<lang>.names.json``.
 
-In English (or a language without a table) every function returns its text unchanged. Text the table does
-not cover stays English rather than being guessed; ``tests/ui/test_core_text.py`` sweeps the estimator over
-many scenarios and names every phrase that is left.
+In English (or a language without tables) every function returns its text unchanged.
+``tests/ui/test_core_text.py`` sweeps the estimator over many scenarios and names every text that is left
+English.
 """
 
 from __future__ import annotations
@@ -25,21 +29,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 
 from vramdesk.core.messages import Text
 
 from .i18n import i18n_dir, language
 
-_PLACEHOLDER = re.compile(r"\{([a-z]+)(\d*)\}")
-_NUMBER = r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?"
-_TOKEN = r"[\w.+\-/:=']*[\w+]"
-#: free text: never across "; " (the core's separator between clauses), never starting or ending with a space
-_FREE = r"[^;\s](?:[^;]*?[^;\s])?"
-#: a translated piece parked in the text: private-use characters only (no digit or letter a template could match)
-_SENTINEL = re.compile("\ue000([\ue100-\ue10f]+)\ue001")
 #: ASCII punctuation next to Chinese text becomes full-width (as the window's own Chinese strings write it)
 _CJK = "\u3000-\u303f\u3400-\u9fff\uff00-\uffef"
 _PUNCT = {":": "：", ";": "；", ",": "，"}
@@ -54,154 +50,46 @@ _COLON_SPACE = re.compile(r"(?<=\S): ")
 _HAS_CJK = re.compile(rf"[{_CJK}]")
 
 
-@dataclass(frozen=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    template: str
-    #: placeholder name -> kind ("n", "id", "g", "x" or a table name)
-    kinds: tuple[tuple[str, str], ...]
-    #: the longest literal piece: a cheap test before the regular expression runs
-    needle: str
-    #: characters of literal text (the longest template is tried first)
-    weight: int
-
-
-def _compile(english: str, translated: str) -> _Rule:
-    parts: list[str] = []
-    kinds: list[tuple[str, str]] = []
-    pos = 0
-    literals: list[str] = []
-    for m in _PLACEHOLDER.finditer(english):
-        literal = english[pos : m.start()]
-        literals.append(literal)
-        parts.append(re.escape(literal))
-        name, kind = m.group(1) + m.group(2), m.group(1)
-        kinds.append((name, kind))
-        if kind == "n":
-            parts.append(f"(?P<{name}>{_NUMBER})")
-        elif kind == "id":
-            parts.append(f"(?P<{name}>{_TOKEN})")
-        else:
-            parts.append(f"(?P<{name}>{_FREE})")
-        pos = m.end()
-    literals.append(english[pos:])
-    parts.append(re.escape(english[pos:]))
-    if english.endswith("}") and kinds and kinds[-1][1] not in ("n", "id"):
-        parts.append(r"(?=;|$)")  # free text at the end runs to the end of its clause
-    body = "".join(parts)
-    # whole words only: "load" never matches inside "download", "2 B" never inside "12 B"
-    if english[:1].isalnum() or english.startswith("{"):
-        body = r"(?<![\w.\-])" + body
-    if english[-1:].isalnum() or english.endswith("}"):
-        body += r"(?![\w\-])"
-    return _Rule(re.compile(body), translated, tuple(kinds), max(literals, key=len), sum(map(len, literals)))
-
-
 class Translator:
-    """One language's table: :meth:`text` for sentences, :meth:`name` for component and phase names."""
+    """One language's tables: :meth:`text` for core texts, :meth:`name` for component and phase names."""
 
-    def __init__(self, data: dict[str, dict[str, str]]) -> None:
-        self.names: dict[str, str] = {k: v for k, v in data.get("names", {}).items() if v}
-        self.tables: dict[str, list[_Rule]] = {}
-        for table, entries in data.items():
-            if table in ("names",) or table.startswith("_") or not isinstance(entries, dict):
-                continue
-            rules = [_compile(en, zh) for en, zh in entries.items() if zh]
-            # the longest template first, so "KV cache pool" wins over "KV cache"
-            rules.sort(key=lambda r: -r.weight)
-            self.tables[table] = rules
+    def __init__(self, messages: Mapping[str, str], names: Mapping[str, str] | None = None) -> None:
+        self.messages = dict(messages)
+        self.names = {k: v for k, v in (names or {}).items() if v}
 
-    # ------------------------------------------------------------------ public
     def name(self, text: str) -> str:
         return self.names.get(text, text)
 
     def text(self, text: str) -> str:
-        if not text:
+        """``text`` in this language (see the module's rules); a plain ``str`` comes back as it is."""
+        if not isinstance(text, Text) or not text:
             return text
-        store: list[str] = []
-        out = self._apply(text, "phrases", store)
-        while _SENTINEL.search(out):
-            out = _SENTINEL.sub(lambda m: store[_index(m.group(1))], out)
-        return _full_width(out)
+        return _full_width(self._render(text))
 
-    def message(self, text: Text, messages: Mapping[str, str]) -> str | None:
-        """A :class:`~vramdesk.core.messages.Text` translated by its id with ``messages`` (id -> template), its
-        nested texts in turn; None when it, or a part of it, has no translation there."""
-        store: list[str] = []
-        out = self._render(text, messages, store)
-        if out is None:
-            return None
-        while _SENTINEL.search(out):
-            out = _SENTINEL.sub(lambda m: store[_index(m.group(1))], out)
-        return _full_width(out)
+    def missing(self, text: str) -> list[str]:
+        """The ids in ``text`` (nested ones included) that have no template in this language."""
+        if not isinstance(text, Text):
+            return []
+        out = [part_id for part in text.parts for part_id in self.missing(part)]
+        if text.id and text.id not in self.messages:
+            out.append(text.id)
+        return out + [i for value in text.args.values() if isinstance(value, Text) for i in self.missing(value)]
 
-    # ------------------------------------------------------------------ work
-    def _render(self, text: Text, messages: Mapping[str, str], store: list[str]) -> str | None:
-        if text.parts:  # a join: each piece, then the separator (full-width at the end, as a whole text)
-            pieces: list[str] = []
-            for part in text.parts:
-                piece = (
-                    self._render(part, messages, store)
-                    if isinstance(part, Text)
-                    else self._apply(part, "phrases", store)
-                )
-                if piece is None:
-                    return None
-                pieces.append(piece)
-            return text.separator.join(pieces)
-        if not text.id:  # English without an id: the regular-expression table it names
-            table = str(text.args.get("table", "phrases"))
-            return self._apply(text, table, store) if table == "phrases" else self._sub_table(text, table, store)
-        template = messages.get(text.id)
+    def _render(self, text: str) -> str:
+        if not isinstance(text, Text):
+            return text
+        if text.parts:
+            return text.separator.join(self._render(part) for part in text.parts)
+        template = self.messages.get(text.id) if text.id else None
         if template is None:
-            return None
-        args: dict[str, object] = {}
-        for name, value in text.args.items():
-            rendered = self._render(value, messages, store) if isinstance(value, Text) else value
-            if rendered is None:
-                return None
-            args[name] = rendered
-        return template.format(**args)
-
-    def _apply(self, text: str, table: str, store: list[str]) -> str:
-        for rule in self.tables.get(table, ()):
-            if rule.needle not in text:
-                continue
-            text = rule.pattern.sub(lambda m, r=rule: self._keep(self._fill(r, m, store), store), text)  # type: ignore[misc]
-        return text
-
-    def _sub_table(self, text: str, table: str, store: list[str]) -> str:
-        """``text`` through table ``table`` (whole-text match first), then through the phrases."""
-        for rule in self.tables.get(table, ()):
-            m = rule.pattern.fullmatch(text)
-            if m is not None:
-                return self._fill(rule, m, store)
-        return self._apply(text, "phrases", store)
-
-    def _fill(self, rule: _Rule, m: re.Match[str], store: list[str]) -> str:
-        values: dict[str, str] = {}
-        for name, kind in rule.kinds:
-            value = m.group(name)
-            if kind == "x":
-                value = self._apply(value, "phrases", store)
-            elif kind not in ("n", "id", "g"):
-                value = self._sub_table(value, kind, store)
-            values[name] = value
-        return _PLACEHOLDER.sub(lambda p: values.get(p.group(1) + p.group(2), p.group(0)), rule.template)
-
-    @staticmethod
-    def _keep(text: str, store: list[str]) -> str:
-        """Park translated text behind a marker, so no later (shorter) template matches inside it."""
-        store.append(text)
-        digits = "".join(chr(0xE100 + int(c, 16)) for c in f"{len(store) - 1:x}")
-        return f"\ue000{digits}\ue001"
-
-
-def _index(digits: str) -> int:
-    return int("".join(f"{ord(c) - 0xE100:x}" for c in digits), 16)
+            return str(text)
+        values = {name: self._render(v) if isinstance(v, Text) else v for name, v in text.args.items()}
+        return template.format(**values)
 
 
 def _full_width(text: str) -> str:
+    if not _HAS_CJK.search(text):
+        return text
     text = text.replace("; ", "；")  # the core's clause separator (never inside a number or an identifier)
     text = _PUNCT_AFTER_CJK.sub(lambda m: _PUNCT[m.group(1)], text)
     text = _PUNCT_BEFORE_CJK.sub(lambda m: _PUNCT[m.group(1)], text)
@@ -210,87 +98,58 @@ def _full_width(text: str) -> str:
         if paired == text:
             break
         text = paired
-    if _HAS_CJK.search(text):
-        text = _COLON_SPACE.sub("：", text)
+    text = _COLON_SPACE.sub("：", text)
     text = _SPACE_BEFORE_PAREN.sub("（", text)
     return _SPACE_AFTER_PAREN.sub("）", text)
 
 
-#: the files of one language's table, merged into one (``<lang>.core.json``, then ``<lang>.services.json``): the
-#: core's texts, and those of the services and storage layers (Hub, NVML, local files, the library)
-TABLE_PARTS = ("core", "services")
-
-
-@cache
-def translator(lang: str) -> Translator | None:
-    """The core-text table of ``lang`` (None for English or a language without one)."""
-    if lang == "en":
-        return None
-    merged: dict[str, dict[str, str]] = {}
-    for part in TABLE_PARTS:
-        try:
-            data = json.loads((i18n_dir() / f"{lang}.{part}.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            if part == TABLE_PARTS[0]:
-                return None
-            continue
-        if not isinstance(data, dict):
-            return None
-        for table, entries in data.items():
-            if isinstance(entries, dict):
-                merged.setdefault(table, {}).update(entries)
-    return Translator(merged)
-
-
-@cache
-def message_table(lang: str) -> dict[str, str]:
-    """The translations of the core's message ids: ``resources/i18n/<lang>.messages.json`` and every
-    ``<lang>.messages.<area>.json`` next to it (id -> template with the English template's placeholders and
-    format specs; an id in two files keeps the first file's, in name order); empty for English or a language
-    without one. A file that cannot be read is left out (its texts stay English)."""
-    if lang == "en":
-        return {}
-    out: dict[str, str] = {}
-    for path in message_files(lang):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        for k, v in data.items():
-            if not k.startswith("_") and isinstance(v, str) and v:
-                out.setdefault(k, v)
-    return out
-
-
 def message_files(lang: str) -> list[Path]:
-    """The message-id tables of ``lang``, in the order :func:`message_table` reads them."""
+    """The message tables of ``lang``: ``<lang>.messages.json``, then each ``<lang>.messages.<area>.json``."""
     folder = i18n_dir()
     return sorted(folder.glob(f"{lang}.messages.json")) + sorted(folder.glob(f"{lang}.messages.*.json"))
 
 
-@lru_cache(maxsize=4096)
-def _localized(text: str, lang: str) -> str:
-    t = translator(lang)
-    return text if t is None else t.text(text)
+def _read_table(path: Path) -> dict[str, str]:
+    """A JSON object of id (or name) -> text; empty when the file is missing, unreadable or not such an object
+    (the texts it held stay English)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if not k.startswith("_") and isinstance(v, str) and v}
+
+
+@cache
+def message_table(lang: str) -> dict[str, str]:
+    """Every message id of ``lang`` -> its template (an id in two files keeps the first file's, in the order of
+    :func:`message_files`); empty for English or a language without one."""
+    out: dict[str, str] = {}
+    if lang == "en":
+        return out
+    for path in message_files(lang):
+        for key, value in _read_table(path).items():
+            out.setdefault(key, value)
+    return out
+
+
+@cache
+def translator(lang: str) -> Translator | None:
+    """The tables of ``lang`` (None for English or a language with neither messages nor names)."""
+    if lang == "en":
+        return None
+    messages, names = message_table(lang), _read_table(i18n_dir() / f"{lang}.names.json")
+    return Translator(messages, names) if messages or names else None
 
 
 def localize(text: str, lang: str | None = None) -> str:
-    """A core sentence (explanation, warning, verdict, advice, error) in ``lang`` (default: the window's).
-
-    A :class:`~vramdesk.core.messages.Text` whose id, and the id of every text nested in it, has a translation in
-    :func:`message_table` is translated from there; any other text by the regular-expression table."""
+    """A core text (explanation, warning, verdict, advice, error) in ``lang`` (default: the window's)."""
     lang = lang or language()
     if lang == "en" or not text:
         return text
-    if isinstance(text, Text):  # translated by its message id, else (not converted yet) by the phrases
-        t = translator(lang)
-        by_id = None if t is None else t.message(text, message_table(lang))
-        if by_id is not None:
-            return by_id
-        text = str(text)  # (the cache below takes plain strings only)
-    return _localized(text, lang)
+    t = translator(lang)
+    return text if t is None else t.text(text)
 
 
 def localize_name(text: str, lang: str | None = None) -> str:
@@ -302,4 +161,4 @@ def localize_name(text: str, lang: str | None = None) -> str:
     return text if t is None else t.name(text)
 
 
-__all__ = ["TABLE_PARTS", "Translator", "localize", "localize_name", "message_files", "message_table", "translator"]
+__all__ = ["Translator", "localize", "localize_name", "message_files", "message_table", "translator"]

@@ -337,7 +337,7 @@ class MainWindow(WindowActions, QMainWindow):
         ref = self._resolving or ""
         self._resolving = None
         if isinstance(error, (ValueError, LookupError, OSError)):
-            self._resolve_errors[ref] = str(error).strip("'\"") or type(error).__name__
+            self._resolve_errors[ref] = describe_error(error) or type(error).__name__
         else:
             self._resolve_errors[ref] = f"{type(error).__name__}: {error}"
         self.estimate_now()

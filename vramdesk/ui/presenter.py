@@ -27,8 +27,8 @@ from vramdesk.core.scenario import (
 )
 from vramdesk.report.tables import runs
 from vramdesk.services.resolve import resolve_gpu, resolve_model
+from vramdesk.validation_text import validation_text
 
-from .error_text import validation_text
 from .theme import component_colors
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
@@ -317,7 +317,7 @@ class Evaluation:
 def describe_error(err: BaseException) -> str:
     """One readable line for an error the user caused (pydantic's messages name the field). A core refusal's
     :class:`~vramdesk.core.messages.Text` comes back as it is, so that the window translates it by its id; so do
-    pydantic's errors (:func:`~vramdesk.ui.error_text.validation_text`: ``loc: message`` each, by id)."""
+    pydantic's errors (:func:`~vramdesk.validation_text.validation_text`: ``loc: message`` each, by id)."""
     if isinstance(err, ValidationError):
         return validation_text(err)
     if len(err.args) == 1 and isinstance(err.args[0], Text) and err.args[0] == err.args[0].strip():

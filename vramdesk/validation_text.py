@@ -1,4 +1,5 @@
-"""pydantic's validation errors as one line with message ids (no Qt), so the window translates them by id.
+"""pydantic's validation errors with message ids, so that the window translates them by id (shared by the window,
+the services and the storage; outside the layers like :mod:`vramdesk.safety`).
 
 Each error reads ``loc: message``; the message is the validator's own :class:`~vramdesk.core.messages.Text` (the
 ``ValueError`` a scenario validator raised with it) or, for pydantic's own error types, the message ``pydantic.<type>``
