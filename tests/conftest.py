@@ -15,6 +15,9 @@ from benchload import load_benchmark
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# `vramdesk estimate` without --gpu probes this machine's NVML: not in tests (the GPU-free verdicts they check, and no
+# probe child per call); tests/test_cli.py turns it back on with a fake NVML
+os.environ["VRAMDESK_NO_DETECT"] = "1"
 # never read or write the user's real caches from a test run
 _ISOLATED = tempfile.mkdtemp(prefix="vramdesk-tests-")
 os.environ["VRAMDESK_CACHE_DIR"] = os.path.join(_ISOLATED, "vramdesk-cache")

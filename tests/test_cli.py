@@ -308,3 +308,64 @@ def test_a_jsonl_line_that_is_not_json_says_so(tmp_path: Path, capsys: pytest.Ca
     assert main(["estimate", "--jsonl", str(batch)]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert json.loads(lines[1]) == {"error": "line 2: not a JSON object (Expecting value at column 1)"}
+
+
+# ---------------------------------------------------------------------------------------------- this machine's GPU
+
+
+def _fake_machine(monkeypatch: pytest.MonkeyPatch, gpus: list[dict]) -> None:
+    """``estimate`` probes NVML (a fake one here) as the window does; tests/conftest.py turns that off elsewhere."""
+    from fake_nvml.pyfake import FakeNvml
+
+    from vramdesk import cli
+    from vramdesk.services import nvml as nv
+
+    monkeypatch.delenv(cli.NO_DETECT_ENV, raising=False)
+    fake = FakeNvml(gpus)
+    monkeypatch.setattr(nv, "detect_gpus_isolated", lambda timeout=None, cancel=None: nv.detect_gpus(fake))
+
+
+def test_estimate_without_gpu_judges_against_this_machines_gpu(monkeypatch, capsys) -> None:
+    from fake_nvml.pyfake import RTX
+
+    from vramdesk.core.gpu import GIB
+
+    _fake_machine(monkeypatch, [{**RTX, "procs": [(4242, 4 * GIB)]}])
+    out = io.StringIO()
+    assert main(["estimate", "Qwen/Qwen3-4B", "--json"], out=out) == 0
+    fit = json.loads(out.getvalue())["fit"]
+    assert fit["gpu"] == "RTX 4090" and fit["free_bytes"] is not None and fit["free_bytes"] < fit["memory_bytes"]
+    assert "free" in fit["message"]  # the verdict compares with the free memory, as in the window
+    err = capsys.readouterr().err
+    assert "judged against GPU 0 of this machine (RTX 4090" in err and "--no-detect" in err
+    # --no-detect, or a --gpu, plans without the machine
+    out = io.StringIO()
+    assert main(["estimate", "Qwen/Qwen3-4B", "--json", "--no-detect"], out=out) == 0
+    assert json.loads(out.getvalue())["fit"] is None and "this machine" not in capsys.readouterr().err
+    out = io.StringIO()
+    assert main(["estimate", "Qwen/Qwen3-4B", "--json", "--gpu", "H100 SXM"], out=out) == 0
+    assert json.loads(out.getvalue())["fit"]["gpu"] == "H100 SXM" and "this machine" not in capsys.readouterr().err
+
+
+def test_estimate_on_a_machine_without_gpu_gives_no_verdict(monkeypatch, capsys) -> None:
+    _fake_machine(monkeypatch, [])
+    out = io.StringIO()
+    assert main(["estimate", "Qwen/Qwen3-4B", "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["fit"] is None and capsys.readouterr().err == ""
+
+
+def test_the_window_and_the_command_line_start_with_one_prompt_length() -> None:
+    from vramdesk.cli import scenario_from
+    from vramdesk.core.defaults import DEFAULT_SCENARIO
+
+    cli_default = scenario_from(DEFAULT_SCENARIO.model.id, {}).workload
+    assert DEFAULT_SCENARIO.workload.input_len == cli_default.input_len is None  # type: ignore[union-attr]
+    assert DEFAULT_SCENARIO.workload.output_len == cli_default.output_len  # type: ignore[union-attr]
+
+
+def test_help_says_fine_tuning_too() -> None:
+    from vramdesk.cli import build_parser
+
+    parser = build_parser()
+    assert "fine-tuning" in parser.description
+    assert "fine-tuning" in parser.format_help()

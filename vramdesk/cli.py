@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from vramdesk.core import jsonsafe
 from vramdesk.core.architecture import ConfigError
 from vramdesk.core.dtype_names import FormatError
 from vramdesk.core.estimate import EstimateError, estimate
-from vramdesk.core.gpu import GIB
+from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.options import Option, by_flag, options
 from vramdesk.core.performance import Performance, PerformanceError, performance
 from vramdesk.core.result import Estimate
@@ -27,6 +28,7 @@ from vramdesk.report.tables import ReportData, level_labels, runs
 from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, read_deepspeed
 from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
 from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
+from vramdesk.validation_text import validation_text
 
 #: options of the command line that are not scenario settings (the option table, core/options.py, has those)
 _COMMAND_KEYS = frozenset({"mode", "deepspeed", "name", "model"})
@@ -44,14 +46,27 @@ class CliError(Exception):
     pass
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
+def _checked(kind: Callable[[str], Any], expected: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
+    """An argparse type: ``kind(text)`` ("expected <expected>" when it is not one), then ``ok`` ("<must>")."""
+
+    def parse(text: str) -> Any:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got '{text}'") from None
+        if not ok(v):  # (NaN passes no bound)
+            raise argparse.ArgumentTypeError(f"{must}, got {v}")
+        return v
+
+    return parse
+
+
+_positive = _checked(int, "a whole number", lambda v: v >= 1, "must be at least 1")
+_nonneg = _checked(int, "a whole number", lambda v: v >= 0, "must be 0 or more")
+_dropout = _checked(float, "a probability in [0, 1)", lambda v: 0 <= v < 1, "must be in [0, 1)")
+_fraction = _checked(float, "a number between 0 and 1", lambda v: 0 < v <= 1, "must be in (0, 1]")
+_positive_float = _checked(float, "a number of GiB", lambda v: v > 0, "must be more than 0")
+_nonneg_float = _checked(float, "a number of GiB", lambda v: v >= 0, "must be 0 or more")
 
 
 #: most GPUs a solver tries (one GPU count at a time): a plan's own bound per machine (Hardware.gpu_count)
@@ -59,59 +74,9 @@ _MAX_SOLVER_GPUS = 4096
 
 
 def _solver_gpus(text: str) -> int:
-    v = _positive(text)
+    v: int = _positive(text)
     if v > _MAX_SOLVER_GPUS:
         raise argparse.ArgumentTypeError(f"at most {_MAX_SOLVER_GPUS:,}, got {v:,}")
-    return v
-
-
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
-    return v
-
-
-def _dropout(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a probability in [0, 1), got '{text}'") from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {v}")
-    return v
-
-
-def _fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got '{text}'") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got '{text}'") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {v}")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got '{text}'") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {v}")
     return v
 
 
@@ -175,10 +140,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="vramdesk", description="GPU memory estimates for LLM inference.")
+    parser = _Parser(prog="vramdesk", description="GPU memory estimates for LLM inference and fine-tuning.")
     parser.add_argument("--version", action="version", version=f"vramdesk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    est = sub.add_parser("estimate", help="estimate one scenario (or many with --jsonl)")
+    est = sub.add_parser(
+        "estimate", help="estimate one scenario, inference or fine-tuning (--mode finetune), or many with --jsonl"
+    )
     est.add_argument(
         "model",
         nargs="?",
@@ -190,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--jsonl", metavar="FILE", help="many scenarios: one JSON object per line ('-' = stdin)")
     est.add_argument("--save", metavar="S.json", help="also write the scenario file")
+    est.add_argument(
+        "--no-detect",
+        action="store_true",
+        help=f"without --gpu, give no verdict instead of judging against this machine's GPU 0 ({NO_DETECT_ENV}=1)",
+    )
     srch = sub.add_parser("search", help="find models in the catalog, the local HF cache and the Hub")
     srch.add_argument("query", help="words of the model name, e.g. 'qwen 32b'")
     srch.add_argument("--limit", type=_positive, default=20, help="most results to show [20]")
@@ -253,12 +225,7 @@ def _validated(data: dict[str, Any]) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        msgs = []
-        for e in err.errors():
-            loc = ".".join(str(x) for x in e["loc"])
-            msg = str(e["msg"]).removeprefix("Value error, ")
-            msgs.append(f"{loc}: {msg}" if loc else msg)
-        raise CliError("invalid scenario: " + "; ".join(msgs)) from err
+        raise CliError(f"invalid scenario: {validation_text(err)}") from err
 
 
 def _save_file(scenario: Scenario, path: Path) -> None:
@@ -284,10 +251,11 @@ def run_estimate(scenario: Scenario) -> Estimate:
     return estimate(scenario, facts, gpu)
 
 
-def estimate_and_speed(scenario: Scenario) -> tuple[Estimate, Performance | None]:
-    """The estimate and, when a GPU is given (and the catalog has its figures), the speed estimate."""
+def estimate_and_speed(scenario: Scenario, gpu: GpuSpec | None = None) -> tuple[Estimate, Performance | None]:
+    """The estimate and, when a GPU is given (``gpu``, else the scenario's; the catalog has its figures), the speed
+    estimate."""
     facts = resolve_model(scenario.model.id)
-    gpu = resolve_gpu(scenario.hardware.gpu)
+    gpu = gpu or resolve_gpu(scenario.hardware.gpu)
     est = estimate(scenario, facts, gpu)
     if gpu is None:
         return est, None
@@ -752,6 +720,23 @@ def _export(ns: argparse.Namespace) -> int:
     return 0
 
 
+#: set (to anything) to keep ``estimate`` without ``--gpu`` from probing NVML (as ``--no-detect``)
+NO_DETECT_ENV = "VRAMDESK_NO_DETECT"
+
+
+def detected_gpu() -> GpuSpec | None:
+    """``estimate`` without ``--gpu``: GPU 0 of this machine with its free memory, as the window plans (a note on
+    stderr says so); None without a GPU, or with ``VRAMDESK_NO_DETECT`` set."""
+    if os.environ.get(NO_DETECT_ENV):
+        return None
+    from vramdesk.services.nvml import machine_gpu
+
+    spec, note = machine_gpu()
+    if note:
+        print(f"vramdesk: note: {note}; --gpu NAME to plan for another, --no-detect for no verdict", file=sys.stderr)
+    return spec
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = build_parser()
@@ -777,7 +762,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if not ns.model:
             raise CliError("estimate needs a MODEL (repo id, config.json, folder or scenario .json) or --jsonl FILE")
         scenario = scenario_from(ns.model, _options_dict(ns))
-        est, perf = estimate_and_speed(scenario)
+        here = None if scenario.hardware.gpu or ns.no_detect else detected_gpu()
+        est, perf = estimate_and_speed(scenario, here)
         if ns.save:
             _save_file(scenario, Path(ns.save))
         if ns.json:

@@ -158,6 +158,12 @@ def nvml_texts(t: Texts) -> None:
 
     t.add("nvml", nv.detect_gpus(PermissionNvml([RTX], init_error=NoPermission("Insufficient Permissions"))).reason)
     t.add("nvml", nv.detect_gpus(FakeNvml([])).reason)
+    # `vramdesk estimate` without --gpu: what it says it planned with (one GPU, two)
+    for fake in ([RTX], [RTX, RTX]):
+        spec, said_note = nv.machine_gpu(found=nv.detect_gpus(FakeNvml(fake)))
+        assert spec is not None and said_note is not None
+        t.add("nvml", said_note, {"RTX 4090"})
+    assert nv.machine_gpu(found=nv.detect_gpus(FakeNvml([]))) == (None, None)
 
     class BrokenGpu(FakeNvml):
         def nvmlDeviceGetName(self, h: dict[str, Any]) -> str:

@@ -214,7 +214,8 @@ def test_window_shows_the_default_estimate(window: MainWindow) -> None:
     assert window.stat_params.value.text() == f"{est.params.total / 1e9:.2f} B"
     assert window.model_combo.currentData() == "Qwen/Qwen3-4B"
     assert window.gpu_combo.currentData() == "RTX 4090"
-    assert window.widget("input_len").value() == 7680
+    # the command line's default prompt (auto: the model's context, at most 4,096 tokens)
+    assert window.widget("input_len").text() == "auto" and est.engine.kv_bytes_per_token > 0
     # table: one row per component, GiB with 2 decimals, the formula as tooltip and as a column
     model = window.table_model
     assert model.rowCount() == len(est.components)
@@ -304,12 +305,12 @@ def test_more_input_tokens_re_estimates_and_grows_the_kv_cache(window: MainWindo
     assert before is not None
     kv_before = component(before.slices, "KV cache")
     with qtbot.waitSignal(window.estimated, timeout=2000):
-        window.widget("input_len").setValue(window.widget("input_len").value() * 2)
+        window.widget("input_len").setValue(8192)  # from auto (4,096 for Qwen3-4B)
     after = window.view
     assert after is not None and after is not before
     kv_after = component(after.slices, "KV cache")
     assert kv_after > kv_before
-    expected = direct_estimate(variant(input_len=7680 * 2))
+    expected = direct_estimate(variant(input_len=8192))
     assert kv_after == component(expected.components, "KV cache")
     assert window.stat_device.value.text() == f"{expected.device_bytes / GIB:.2f} GiB"
     assert [s.value for s in window.breakdown.pie.slices] == [c.bytes for c in expected.components]

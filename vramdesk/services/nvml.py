@@ -639,6 +639,32 @@ def to_gpu_spec(gpu: DetectedGpu, catalog: Catalog | None = None) -> GpuSpec:
     return spec.model_copy(update=detected)
 
 
+MACHINE_GPU = Message("nvml.machine_gpu", "no --gpu: judged against GPU 0 of this machine ({gpu}, {free:.2f} GiB free)")
+MACHINE_GPUS = Message(
+    "nvml.machine_gpus",
+    "no --gpu: judged against GPU 0 of this machine ({gpu}, {free:.2f} GiB free, {count} GPUs found)",
+)
+
+
+def machine_gpu(
+    catalog: Catalog | None = None, found: DetectionResult | None = None
+) -> tuple[GpuSpec | None, Text | None]:
+    """GPU 0 of this machine (``found``, else :func:`detect_gpus`) as the window plans with it (the catalog's
+    figures, the detected total and free memory), and a sentence saying so; (None, None) without a usable GPU
+    (none, or one without a usable total: no verdict rather than a wrong one)."""
+    found = found if found is not None else detect_gpus()
+    if not found.gpus:
+        return None, None
+    try:
+        spec = to_gpu_spec(found.gpus[0], catalog)
+    except ValueError:
+        return None, None
+    free = (spec.free_bytes or 0) / _GIB
+    count = len(found.gpus)
+    note = MACHINE_GPUS(gpu=spec.name, free=free, count=count) if count > 1 else MACHINE_GPU(gpu=spec.name, free=free)
+    return spec, note
+
+
 __all__ = [
     "DetectedGpu",
     "DetectionResult",
@@ -648,6 +674,7 @@ __all__ = [
     "detect_gpus",
     "detect_gpus_in_process",
     "detect_gpus_isolated",
+    "machine_gpu",
     "probe_main",
     "process_name",
     "to_gpu_spec",
