@@ -121,7 +121,8 @@ def test_a_save_over_another_windows_newer_save_asks(window: MainWindow, asker: 
 def test_title_names_the_configuration_and_marks_unsaved_changes(window: MainWindow) -> None:
     assert not window.isWindowModified() and window.windowTitle() == f"{DEFAULT_SCENARIO.name}[*]"
     window.choose_model(OTHER_MODEL)
-    assert window.windowTitle() == f"{OTHER_MODEL}[*]"  # the default plan's name is Qwen3-4B's, not Llama's
+    # the first start's name is generated: it follows the plan (never "Qwen3-4B ..." for Llama's)
+    assert window.windowTitle() == "Llama-3.1-70B on an RTX 4090[*]"
     window.choose_model(DEFAULT_SCENARIO.model.id)
     window.widget("batch").setValue(5)
     window.estimate_now()
@@ -301,3 +302,23 @@ def test_redo_keys_are_not_ambiguous(window: MainWindow) -> None:
     """Ctrl+Shift+Z is already the platform's redo on Linux: bound twice, Qt refused it as ambiguous."""
     keys = [k.toString() for k in window.action_redo.shortcuts()]
     assert len(keys) == len(set(keys)) and {"Ctrl+Shift+Z", "Ctrl+Y"} <= set(keys)
+
+
+def test_a_generated_name_follows_the_plan_until_one_is_typed(window: MainWindow, qtbot) -> None:
+    """The first start's name is generated: switching the model renames the plan (title, Save as, the current
+    scenario that reports and comparisons use); a name the user typed stays."""
+    window.choose_model(OTHER_MODEL)
+    qtbot.waitUntil(lambda: not window.pending, timeout=5000)
+    current = window.current_scenario()
+    assert current is not None and current.name == "Llama-3.1-70B on an RTX 4090"
+    assert window.windowTitle().startswith("Llama-3.1-70B on an RTX 4090")
+    proposed: list[str | None] = []
+    window._ask_name = lambda sc: proposed.append(sc.name) or "seventy"  # type: ignore[method-assign]
+    entry_id = window.save_to_library()
+    assert proposed == ["Llama-3.1-70B on an RTX 4090"]  # Save as proposes the plan's name, not the first start's
+    assert entry_id is not None and window.library.get(entry_id).name == "seventy"
+    # a typed name stays when the plan changes
+    window.widget("batch").setValue(4)
+    window.estimate_now()
+    renamed = window.current_scenario()
+    assert renamed is not None and renamed.name == "seventy" and window.windowTitle().startswith("seventy")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .scenario import Hardware, InferenceWorkload, ModelRef, Scenario
 
 DEFAULT_SCENARIO = Scenario(
-    name="Qwen3-4B, BF16, 4k prompt on an RTX 4090",
+    name="Qwen3-4B on an RTX 4090",  # its generated name (core/plan_name.py): it follows the plan
     model=ModelRef(id="Qwen/Qwen3-4B"),
     weights="auto",
     workload=InferenceWorkload(engine="transformers", batch=1, input_len=None, output_len=512),

@@ -462,7 +462,9 @@ class MainWindow(WindowActions, QMainWindow):
     def update_title(self) -> None:
         """The configuration's name (or the model's) with Qt's unsaved-changes marker; Qt adds the app name."""
         model = self.form.values().model
-        own = self._scenario.name if self._scenario.model.id == model else None  # a name for another model is stale
+        current = self.current_scenario()
+        # the plan's own name (a generated one follows the plan); a name typed for another model is stale
+        own = current.name if current is not None and current.model.id == model else None
         name = self._entry_name() or own or model
         self.setWindowTitle(f"{name}[*]")
         self.setWindowModified(self.modified)

@@ -19,6 +19,7 @@ from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
 from vramdesk.core.messages import Message, Text
 from vramdesk.core.options import Option, options
+from vramdesk.core.plan_name import renamed
 from vramdesk.core.result import Estimate, Fit
 from vramdesk.core.scenario import (
     FinetuneWorkload,
@@ -196,8 +197,9 @@ def _form_value(form: FormValues, name: str, work: Mapping[str, Any], detected: 
 def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, GpuSpec] | None = None) -> Scenario:
     """``base`` with the form's values, validated (raises pydantic's ValidationError, a ValueError).
 
-    Fields the form does not show (the name, vLLM's block size, ...) are kept; switching between the
-    Inference and Fine-tune tabs keeps the other workload's fields where ``base`` has them.
+    Fields the form does not show (vLLM's block size, ...) are kept, and the name unless it is the generated one
+    (:func:`~vramdesk.core.plan_name.renamed`: it follows the plan); switching between the Inference and Fine-tune
+    tabs keeps the other workload's fields where ``base`` has them.
     """
     data: dict[str, Any] = base.model_dump()
     if data["model"]["id"] != form.model:
@@ -208,7 +210,8 @@ def scenario_from_form(base: Scenario, form: FormValues, detected: Mapping[str, 
     for name, opt in _FORM_OPTIONS.items():
         if opt.mode in (None, form.mode):
             opt.put(data, _form_value(form, name, old, detected))
-    return Scenario.model_validate(data)
+    # a generated name follows the plan (until the user types one)
+    return renamed(base, Scenario.model_validate(data))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMainWindow, QMessageBox
 
 from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.plan_name import plan_name
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import NAME_MAX, Autosave, Entry, LibraryError, ScenarioLibrary, StaleEntryError
 from vramdesk.storage.scenarios import ScenarioFileError
@@ -109,7 +110,7 @@ class LibraryActions(_Window):
         dialog = QInputDialog(self)
         dialog.setWindowTitle(tr("Save as"))
         dialog.setLabelText(tr("Name:"))
-        dialog.setTextValue(scenario.name or scenario.model.id)
+        dialog.setTextValue(scenario.name or plan_name(scenario))
         line = dialog.findChild(QLineEdit)
         if line is not None:
             line.setMaxLength(NAME_MAX)
