@@ -195,6 +195,7 @@ class ModelBrowser(QFrame):
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.setAccessibleName(tr("Search results"))
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next field; the arrows move in the table
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -239,6 +239,7 @@ class LibraryWindow(QWidget):
         self.status.setWordWrap(True)
         self.table = QTableWidget(self)
         self.table.setAccessibleName(tr("Comparison"))
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next field; the arrows move in the table
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(22)

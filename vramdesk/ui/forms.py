@@ -168,6 +168,10 @@ class WorkloadForm(QWidget):
                 fl.addRow(widget, beside[name].widget)
             elif f.label:
                 fl.addRow(f.label, widget)
+                label = fl.labelForField(widget)
+                if isinstance(label, QLabel):
+                    # a label's mnemonic focuses its buddy only when the buddy takes focus: the field, not its row
+                    label.setBuddy(f.widget.focusProxy() or f.widget)
             else:
                 fl.addRow(widget)
         return box, fl

@@ -210,6 +210,8 @@ class ChecksField(OptionField):
             row.addWidget(check)
         row.addStretch(1)
         box.setToolTip(tr(opt.help))
+        if self.checks:  # the row label's mnemonic focuses the first check box (forms.py sets the buddy)
+            box.setFocusProxy(next(iter(self.checks.values())))
         super().__init__(opt, box)
 
     def get(self) -> tuple[str, ...]:

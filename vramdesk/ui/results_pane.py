@@ -184,6 +184,7 @@ class ResultsPane(QWidget):
         self.table = QTableView(self)
         self.table.setModel(self.table_model)
         self.table.setAccessibleName(tr("Components at the peak"))
+        self.table.setTabKeyNavigation(False)  # Tab moves on to the next field; the arrows move in the table
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
