@@ -85,7 +85,7 @@ def test_core_texts_are_chinese_where_the_window_shows_them(qtbot, chinese) -> N
     assert advice is not None and advice.changes is not None
     first = advice.changes.options[0]
     shown = [b.text() for b in w.advice_buttons if b.isVisible()]
-    assert shown and shown[0].startswith(f"→ {localize(first.summary)}:") and CJK.search(shown[0])
+    assert shown and shown[0].startswith(f"→ {localize(first.summary)}：") and CJK.search(shown[0])
     r = advice.max_length
     assert r is not None and localize(r.message) in w.form.readouts["input_len"].toolTip()
     assert CJK.search(w.speed_label.toolTip())

@@ -142,11 +142,16 @@ class ChangesPanel:
 
 def change_button(option: Option) -> ChangeButton:
     """The button "→ KV cache fp8: 21.40 GiB (Fits, 38.2 tokens/s)", with the ranking cost as its tooltip."""
-    speed = f", {option.tokens_per_s:,.1f} {tr('tokens/s')}" if option.tokens_per_s else ""
     verdict = tr(VERDICT_TITLES.get(option.verdict, option.verdict))
+    if option.tokens_per_s:
+        outcome = tr("{verdict}, {speed} tokens/s").format(verdict=verdict, speed=f"{option.tokens_per_s:,.1f}")
+    else:
+        outcome = verdict
     return ChangeButton(
-        text=f"→ {localize(option.summary)}: {gib(option.device_bytes)} ({verdict}{speed})",
-        tooltip=f"{tr('cost')} {option.cost:g} ({tr('quality + speed, lower is better')})",
+        text=tr("→ {change}: {memory} ({outcome})").format(
+            change=localize(option.summary), memory=gib(option.device_bytes), outcome=outcome
+        ),
+        tooltip=tr("cost {cost} (quality + speed, lower is better)").format(cost=f"{option.cost:g}"),
     )
 
 
