@@ -181,9 +181,9 @@ def test_changes_that_make_a_plan_fit() -> None:
         zh = change_button(o)
         zh_panel = changes_panel(advice.changes, "does not fit")
         zh_apply = apply_label(o)
-    assert zh.text.startswith(f"→ {localize(o.summary, 'zh_CN')}: {gib(o.device_bytes)} (") and CJK.search(zh.text)
+    assert zh.text.startswith(f"→ {localize(o.summary, 'zh_CN')}：{gib(o.device_bytes)}（") and CJK.search(zh.text)
     assert i18n.table("zh_CN")[title] in zh.text
-    assert zh.tooltip == f"代价 {o.cost:g} (质量 + 速度，越低越好)"
+    assert zh.tooltip == f"代价 {o.cost:g}（质量 + 速度，越低越好）"
     assert zh_panel.caption == "能让它放得下的最小改动（点击即可应用）："
     assert zh_apply == "应用 " + "; ".join(localize(c.description, "zh_CN") for c in o.changes)
 
