@@ -210,6 +210,25 @@ def test_llamacpp_buffers_for_llama_8b_q4_k_m() -> None:
     assert comp(est, "compute buffer") == int(258.5 * MIB)
 
 
+def test_llamacpp_stages_a_host_weight_in_the_gpu_compute_buffer() -> None:
+    """Partial offload: ggml's CUDA backend runs the output layer's product on the GPU for a ubatch of 32 tokens or
+    more, with a copy of the weight (the log of Pythia-2.8B Q4_0 -ngl 10, benchmarks/serving/llamacpp_logs.yaml:
+    203.99 MiB = output weight + F32 logits + the input); a 16-token ubatch stays on the CPU."""
+    facts = default_catalog().facts("meta-llama/Llama-3.1-8B")
+    base = {"weights": "q4_k_m", "engine": "llamacpp", "input_len": 4096, "output_len": 512}
+    part = run("meta-llama/Llama-3.1-8B", "RTX 4090", **base, llamacpp={"n_gpu_layers": 16})
+    full = run("meta-llama/Llama-3.1-8B", "RTX 4090", **base)
+    arch, ub = facts.arch, 512
+    staged = comp(part, "compute buffer")
+    assert staged > comp(full, "compute buffer")
+    # Q4_K_M keeps output.weight in Q6_K: 210 bytes per 256 values
+    assert staged - ub * arch.vocab * 4 - ub * arch.hidden * 4 == arch.vocab * arch.hidden // 256 * 210
+    small = run("meta-llama/Llama-3.1-8B", "RTX 4090", **base, llamacpp={"n_gpu_layers": 16, "n_ubatch": 16})
+    assert comp(small, "compute buffer") < 20 * MIB  # no copy for a 16-token ubatch
+    zero = run("meta-llama/Llama-3.1-8B", "RTX 4090", **base, llamacpp={"n_gpu_layers": 0})
+    assert comp(zero, "compute buffer") >= staged  # 0 layers: the same copy (the output layer stays in host memory)
+
+
 def test_gptq_4bit_exllama_scratch_only_for_4_bit() -> None:
     int4 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int4", input_len=1, output_len=8)
     int8 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int8", input_len=1, output_len=8)

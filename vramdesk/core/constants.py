@@ -42,6 +42,10 @@ VLLM_CUDA_GRAPHS = 512 * MIB
 
 #: llama.cpp: CUDA context + cuBLAS handle of a ggml-cuda process
 LLAMACPP_CONTEXT = 350 * MIB
+#: ggml's CUDA backend runs a matrix product whose weight sits in host memory on the GPU when the batch has at least
+#: this many tokens (``ggml_backend_cuda_device_offload_op``: ``get_op_batch_size(op) >= 32``, GET_ROWS excluded): the
+#: scheduler copies the weight into the GPU's compute buffer for it (partial offload, 0 GPU layers, experts on the CPU)
+GGML_OFFLOAD_MIN_BATCH = 32
 
 #: PyTorch caching allocator: requests >= 1 MiB are rounded to 2 MiB, and blocks live in segments of at
 #: least 20 MiB (c10/cuda/CUDACachingAllocator.cpp: kRoundLarge, kLargeBuffer, kMinLargeAlloc).

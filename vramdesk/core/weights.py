@@ -74,6 +74,8 @@ class WeightBytes:
     largest_dequant: int
     #: bytes per decoder layer index (MTP layers included with their own index)
     per_layer: dict[int, int] = field(default_factory=dict)
+    #: the largest single stored tensor of each decoder layer (what a backend copies whole to run it elsewhere)
+    largest_in_layer: dict[int, int] = field(default_factory=dict)
     #: bytes outside decoder layers: embedding, final norm, lm_head, vision
     embedding: int = 0
     head: int = 0
@@ -91,6 +93,7 @@ class _Tally:
         self.total = self.params = self.quantized = self.largest = self.largest_dq = 0
         self.by_role: dict[str, int] = {}
         self.per_layer: dict[int, int] = {}
+        self.largest_in_layer: dict[int, int] = {}
         self.embedding = self.head = self.other = 0
 
     def add(self, t: Tensor, nbytes: int, quantized: bool) -> None:
@@ -104,6 +107,7 @@ class _Tally:
         self.largest = max(self.largest, nbytes)
         if t.layer is not None:
             self.per_layer[t.layer] = self.per_layer.get(t.layer, 0) + nbytes
+            self.largest_in_layer[t.layer] = max(self.largest_in_layer.get(t.layer, 0), nbytes)
         elif t.role == "embedding":
             self.embedding += nbytes
         elif t.role == "lm_head" or (t.role == "bias" and t.name.startswith(("lm_head", "embed_out"))):
@@ -120,6 +124,7 @@ class _Tally:
             largest_tensor=self.largest,
             largest_dequant=self.largest_dq,
             per_layer=self.per_layer,
+            largest_in_layer=self.largest_in_layer,
             embedding=self.embedding,
             head=self.head,
             other=self.other,

@@ -8,7 +8,7 @@ from math import ceil
 
 from .. import constants as K
 from ..architecture import Architecture, LayerSpec, LinearAttnSpec
-from ..gpu import GIB
+from ..gpu import GIB, MIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
 from ..messages import Message, Text, join
@@ -37,6 +37,18 @@ COMPUTE_NO_FLASH = Message(
     "ggml graph for n_ubatch {ubatch}: the larger of the F32 output logits (ubatch x vocab {vocab}) and no flash "
     "attention: F32 KQ scores of one ubatch over the whole context; buffers are reused across the graph, so the "
     "larger term dominates",
+)
+COMPUTE_STAGED_OUTPUT = Message(
+    "llamacpp.compute.staged.output",
+    "ggml graph for n_ubatch {ubatch}: the output layer stays in host memory, and ggml's CUDA backend runs its "
+    "matrix product on the GPU (batches of 32 tokens or more) with a copy of the weight in the compute buffer: "
+    "{weight_mib:,.2f} MiB, plus the F32 logits (ubatch x vocab {vocab}) and the layer's input",
+)
+COMPUTE_STAGED_LAYER = Message(
+    "llamacpp.compute.staged.layer",
+    "ggml graph for n_ubatch {ubatch}: layers in host memory have their matrix products run on the GPU (batches "
+    "of 32 tokens or more) by ggml's CUDA backend, one weight at a time copied into the compute buffer: the "
+    "largest, {weight_mib:,.2f} MiB, plus one layer's F32 activations",
 )
 ROW_SPLIT = Message(
     "llamacpp.split.row",
@@ -105,9 +117,38 @@ class _ComputeBuffer:
     inter: int
     logits: int
     layer_buf: int
+    #: the compute buffer of the first GPU while it runs a product whose weight is in host memory (0: none)
+    staged: int
+    #: the explanation of a compute buffer that stages nothing (the other GPUs of a layer split)
+    unstaged_explain: Text
 
 
-def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool) -> _ComputeBuffer:
+def _staged(ctx: Context, ub: int, host_layers: set[int], output_on_gpu: bool, layer_buf: int) -> tuple[int, Text]:
+    """What the first GPU's compute buffer holds while ggml's CUDA backend runs a matrix product whose weight
+    stays in host memory (a ubatch of at least 32 tokens): the output layer's weight copy, its logits and input;
+    or the largest weight of a layer left in host memory and one layer's activations. (0, "") when no weight is
+    staged. Measured against public logs: Pythia-2.8B -ngl 10 logs 203.99 MiB = 100.74 (output weight) + 98.25
+    (logits) + 5.00 (input); a 0-layer Qwen3-235B logs 742 MiB for a 630 MiB expert tensor."""
+    if ub < K.GGML_OFFLOAD_MIN_BATCH:
+        return 0, Text("")
+    arch, w = ctx.arch, ctx.weights
+    inputs = ub * arch.hidden * 4
+    output = 0
+    if not output_on_gpu:
+        head = w.head or (w.embedding if arch.tie_embeddings else 0)
+        output = head + ub * arch.vocab * 4 + inputs if head else 0
+    largest = max((w.largest_in_layer.get(i, 0) for i in host_layers), default=0)
+    layer = largest + layer_buf + inputs if largest else 0
+    if output >= layer and output:
+        return output, COMPUTE_STAGED_OUTPUT(
+            ubatch=ub, weight_mib=(output - ub * arch.vocab * 4 - inputs) / MIB, vocab=arch.vocab
+        )
+    if layer:
+        return layer, COMPUTE_STAGED_LAYER(ubatch=ub, weight_mib=largest / MIB)
+    return 0, Text("")
+
+
+def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool, host_layers: set[int]) -> _ComputeBuffer:
     arch, work = ctx.arch, ctx.work
     opts = work.llamacpp
     b, s_in = work.batch, ctx.input_len
@@ -123,13 +164,13 @@ def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool) -> _ComputeBu
     else:
         layer_buf = ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
     compute = max(logits, layer_buf) + ub * arch.hidden * 4
-    component = Component(
-        name="compute buffer",
-        bytes=compute,
-        category="activations",
-        explain=(COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH)(ubatch=ub, vocab=arch.vocab),
-    )
-    return _ComputeBuffer(component=component, ub=ub, inter=inter, logits=logits, layer_buf=layer_buf)
+    explain = (COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH)(ubatch=ub, vocab=arch.vocab)
+    unstaged = explain
+    staged, staged_explain = _staged(ctx, ub, host_layers, output_on_gpu, layer_buf)
+    if staged > compute:
+        compute, explain = staged, staged_explain
+    component = Component(name="compute buffer", bytes=compute, category="activations", explain=explain)
+    return _ComputeBuffer(component, ub, inter, logits, layer_buf, staged, unstaged)
 
 
 def _row_split(
@@ -192,6 +233,8 @@ def _layer_split(
             w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
         p_g = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
         c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
+        if g == 0:  # the scheduler runs products whose weights are in host memory on the first GPU
+            c_g = max(c_g, buf.staged)
         where = (GPU_LAYERS_OUTPUT if last and output_on_gpu else GPU_LAYERS)(index=g, first=min(idx), last=max(idx))
         g_comps = [
             weights.model_copy(update={"bytes": w_g, "explain": join("; ", ctx.weights_label, where)}),
@@ -199,7 +242,12 @@ def _layer_split(
         ]
         if p_g.state_bytes:
             g_comps.append(comps[2].model_copy(update={"bytes": p_g.state_bytes}))
-        g_comps.append(comps[-1].model_copy(update={"bytes": c_g}))
+        staging = g == 0 and buf.staged >= c_g
+        g_comps.append(
+            comps[-1].model_copy(
+                update={"bytes": c_g, "explain": comps[-1].explain if staging else buf.unstaged_explain}
+            )
+        )
         per_gpu_phases.append(
             [Phase(name="load", components=(g_comps[0],)), Phase(name="generate", components=tuple(g_comps))]
         )
@@ -238,7 +286,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
             )
         )
     n_ctx = plan_all.kv_bytes and seq_len * b
-    buf = _compute_buffer(ctx, n_ctx, output_on_gpu)
+    buf = _compute_buffer(ctx, n_ctx, output_on_gpu, set(range(n_layers)) - on_gpu)
     ub = buf.ub
     comps.append(buf.component)
     host_kv = plan_all.kv_bytes - plan.kv_bytes + plan_all.state_bytes - plan.state_bytes
