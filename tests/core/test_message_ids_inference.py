@@ -195,6 +195,15 @@ SCENARIOS = [
     _s(L70, "RTX 4090", weights="q4_0", gpus=2, kind="inference", engine="llamacpp"),
     _s(L70, "RTX 4090", weights="q4_k_m", gpus=3, kind="inference", engine="llamacpp", llamacpp={"split_mode": "row"}),
     _s("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    # 0 layers on the GPU: the CUDA backend stages the largest expert tensor in the compute buffer
+    _s(
+        "deepseek-ai/DeepSeek-V3",
+        "RTX 4090",
+        kind="inference",
+        engine="llamacpp",
+        weights="q4_k_m",
+        llamacpp={"n_gpu_layers": 0},
+    ),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference"),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
     _s("deepseek-ai/DeepSeek-V3", "H200 SXM", gpus=8, kind="inference", engine="vllm", parallel={"tp": 8}),
