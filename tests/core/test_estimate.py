@@ -229,6 +229,19 @@ def test_llamacpp_stages_a_host_weight_in_the_gpu_compute_buffer() -> None:
     assert comp(zero, "compute buffer") >= staged  # 0 layers: the same copy (the output layer stays in host memory)
 
 
+def test_llamacpp_keeps_phi_sliding_window_layers_whole() -> None:
+    """llama.cpp disables Phi-3 / Phi-4's sliding window (llama-model.cpp, ggml-org/llama.cpp#13676): the KV of
+    every layer covers all n_ctx cells, where transformers keeps phi-4's 16k window."""
+    work = {"input_len": 32000, "output_len": 768}
+    lcpp = run("microsoft/phi-4", "H100 SXM", weights="q4_k_m", engine="llamacpp", **work)
+    assert comp(lcpp, "KV cache") == 40 * 10 * (128 + 128) * 2 * 32768  # 40 layers, 10 KV heads, F16, 32k cells
+    assert any("sliding window is disabled in llama.cpp" in w for w in lcpp.warnings)
+    hf = run("microsoft/phi-4", "H100 SXM", **work)
+    assert comp(hf, "KV cache") < 0.6 * comp(lcpp, "KV cache")  # the window bounds transformers' cache
+    gemma = run("google/gemma-2-9b-it", "H100 SXM", weights="q4_k_m", engine="llamacpp", **work)
+    assert not any("sliding window is disabled" in w for w in gemma.warnings)  # llama.cpp keeps Gemma's window
+
+
 def test_gptq_4bit_exllama_scratch_only_for_4_bit() -> None:
     int4 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int4", input_len=1, output_len=8)
     int8 = run("Qwen/Qwen2.5-7B", "A100 80GB SXM", weights="gptq-int8", input_len=1, output_len=8)

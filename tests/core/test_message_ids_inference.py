@@ -195,6 +195,8 @@ SCENARIOS = [
     _s(L70, "RTX 4090", weights="q4_0", gpus=2, kind="inference", engine="llamacpp"),
     _s(L70, "RTX 4090", weights="q4_k_m", gpus=3, kind="inference", engine="llamacpp", llamacpp={"split_mode": "row"}),
     _s("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    # llama.cpp disables Phi's sliding window
+    _s("microsoft/phi-4", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m", input_len=32000),
     # 0 layers on the GPU: the CUDA backend stages the largest expert tensor in the compute buffer
     _s(
         "deepseek-ai/DeepSeek-V3",

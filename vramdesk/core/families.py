@@ -121,6 +121,9 @@ class Family:
     #: llama.cpp types a dense 80-layer model of this architecture LLM_TYPE_70B (Llama 2 / 3 70B, Qwen2 72B),
     #: which bumps attn_v from Q3_K / Q4_K to Q5_K
     gguf_70b_at_80_layers: bool = False
+    #: llama.cpp honours the config's sliding window; False: it keeps every layer's KV whole (Phi-3 / Phi-4:
+    #: "Phi SWA is currently disabled", llama-model.cpp since ggml-org/llama.cpp#13676)
+    gguf_sliding_window: bool = True
 
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
@@ -163,6 +166,7 @@ PHI3 = replace(
     qkv_proj="qkv_proj",
     mlp="fused",
     mlp_names=("gate_up_proj", "down_proj"),
+    gguf_sliding_window=False,
 )
 
 #: Mixtral keeps the original release's names: block_sparse_moe.gate and experts w1 (gate), w3 (up), w2 (down)

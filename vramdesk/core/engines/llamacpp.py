@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from .. import constants as K
-from ..architecture import Architecture, LayerSpec, LinearAttnSpec
+from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
+from ..families import family_of
 from ..gpu import GIB, MIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
@@ -65,6 +66,11 @@ KV_CELLS = Message("llamacpp.kv", "n_ctx {cells} cells: {plan}")
 RECURRENT_STATE = Message("llamacpp.recurrent_state", "F32 conv + delta-rule state: {bytes:,} B per sequence")
 CONTEXT = Message("llamacpp.cuda_context", "CUDA context and cuBLAS handle of a ggml-cuda process")
 NOT_GGUF = Message("llamacpp.not_gguf", "llama.cpp runs GGUF files; {label} was priced as stored")
+NO_SWA = Message(
+    "llamacpp.no_swa",
+    "llama.cpp keeps the KV of {model_type}'s sliding-window layers whole (its sliding window is disabled in "
+    "llama.cpp): the cache grows with the whole context",
+)
 RESERVED = Message("llamacpp.reserved", "ggml allocates fixed buffers: reserved = allocated")
 
 
@@ -104,7 +110,8 @@ def _kv_for(ctx: Context, layers: tuple[LayerSpec, ...] | None) -> KvPlan:
         kv_bits=ctx.kv_bits,
         compute_bytes=4,
         n_ubatch=opts.n_ubatch,
-        swa_full=opts.swa_full,
+        # (llama.cpp keeps Phi-3 / Phi-4's sliding-window layers whole: the family's quirk)
+        swa_full=opts.swa_full or not family_of(ctx.arch).gguf_sliding_window,
         layers=layers,
     )
 
@@ -318,6 +325,9 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     warnings: list[Text] = []
     if ctx.weight_kind != "gguf":
         warnings.append(NOT_GGUF(label=ctx.weights_label))
+    sliding = any(layer.attention == AttentionKind.SLIDING for layer in arch.layers)
+    if sliding and not opts.swa_full and not family_of(arch).gguf_sliding_window:
+        warnings.append(NO_SWA(model_type=arch.model_type))
     return EngineRun(
         phases=phases,
         device_extra=[context],
