@@ -13,9 +13,11 @@ from qwen1config import QWEN7B
 from vramdesk.core import families
 from vramdesk.core.architecture import ConfigError
 from vramdesk.core.config_readers import _READERS, normalize
-from vramdesk.core.facts import gguf_model_info
+from vramdesk.core.estimate import estimate
+from vramdesk.core.facts import gguf_model_info, model_facts
 from vramdesk.core.families import FAMILIES, Family, MtpNames, family_for_model_type, family_of
 from vramdesk.core.inventory import build_inventory
+from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 
 #: records the catalog has no config for: hand-written configs with their geometry (small, to stay fast)
@@ -161,9 +163,23 @@ def _outcome(config: dict[str, Any]) -> Any:
     try:
         arch = normalize(copy.deepcopy(config))
         tensors = build_inventory(arch)
-        return arch.model_dump_json(), [(t.name, t.shape, t.role, t.part) for t in tensors], gguf_model_info(arch)
+        return (
+            arch.model_dump_json(),
+            [(t.name, t.shape, t.role, t.part) for t in tensors],
+            gguf_model_info(arch),
+            _llamacpp_kv(config),
+        )
     except (ConfigError, KeyError, ValueError, TypeError) as err:
         return repr(err)
+
+
+def _llamacpp_kv(config: dict[str, Any]) -> int:
+    """llama.cpp's KV cache for the model at 32k cells (its view of sliding windows is a family quirk)."""
+    scenario = Scenario.model_validate(
+        {"model": {"id": "x/y"}, "weights": "q8_0", "workload": {"engine": "llamacpp", "input_len": 32768}}
+    )
+    est = estimate(scenario, model_facts(copy.deepcopy(config)), None)
+    return next(c.bytes for c in est.components if c.name == "KV cache")
 
 
 def _use(mp: pytest.MonkeyPatch, key: str, fam: Family) -> None:
