@@ -354,6 +354,20 @@ def test_estimate_on_a_machine_without_gpu_gives_no_verdict(monkeypatch, capsys)
     assert json.loads(out.getvalue())["fit"] is None and capsys.readouterr().err == ""
 
 
+def test_estimate_says_why_when_the_gpu_probe_hangs(monkeypatch, capsys) -> None:
+    """A hung driver: the probe is killed at its deadline and the answer, without a verdict, says why."""
+    from vramdesk import cli
+    from vramdesk.services import nvml as nv
+
+    monkeypatch.delenv(cli.NO_DETECT_ENV, raising=False)
+    hung = nv._skipped(nv.HUNG(seconds=5.0))
+    monkeypatch.setattr(nv, "detect_gpus_isolated", lambda timeout=None, cancel=None: hung)
+    out = io.StringIO()
+    assert main(["estimate", "Qwen/Qwen3-4B", "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["fit"] is None
+    assert "NVML did not answer within 5 s" in capsys.readouterr().err
+
+
 def test_the_window_and_the_command_line_start_with_one_prompt_length() -> None:
     from vramdesk.cli import scenario_from
     from vramdesk.core.defaults import DEFAULT_SCENARIO

@@ -71,3 +71,15 @@ def test_a_generated_name_follows_the_plan_and_a_typed_one_stays() -> None:
     typed = before.model_copy(update={"name": "my plan"})
     assert renamed(typed, after.model_copy(update={"name": "my plan"})).name == "my plan"
     assert renamed(before, after).name is None  # no name: none is invented (the window shows the model)
+
+
+def test_a_generated_name_always_fits_a_scenario() -> None:
+    """A local model's name is its folder's; a model id of 1,000 characters still gives a valid name."""
+    local = Scenario.model_validate({"model": {"id": "/data/models/my-llama/config.json"}})
+    assert plan_name(local) == "my-llama"
+    huge = Scenario.model_validate(
+        {"model": {"id": "owner/" + "x" * 990}, "hardware": {"gpu": "H100 SXM", "gpu_count": 8}}
+    )
+    name = plan_name(huge)
+    assert len(name) <= 200 and name.endswith("on 8 x H100 SXM")
+    Scenario.model_validate({**huge.model_dump(), "name": name})  # the scenario takes it

@@ -371,7 +371,7 @@ def local_texts(t: Texts, tmp_path: Path) -> None:
     (root / "good.gguf").write_bytes(data)
     facts_texts(t, resolve_model(str(root / "good.gguf"), CAT), keep)
     t.add("local", os_reason(PermissionError(13, "Permission denied")))
-    t.add("local", os_error(IsADirectoryError(21, "Is a directory", "/tmp/x")))
+    t.add("local", os_error(IsADirectoryError(21, "Is a directory", "x")))
 
 
 def storage_texts(t: Texts, tmp_path: Path) -> None:

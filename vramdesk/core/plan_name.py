@@ -14,6 +14,8 @@ from .scenario import FinetuneWorkload, Scenario
 #: GPU names that start with the sound of a vowel take "an" ("an RTX 4090", "an H100 SXM", "an MI300X")
 _AN = frozenset("AEFHILMNORSX8")
 _METHODS = {"full": "full fine-tune", "lora": "LoRA", "qlora": "QLoRA"}
+#: the longest name a scenario takes (``Scenario.name``); a generated one is cut to fit
+NAME_MOST = 200
 
 
 def tokens_text(n: int) -> str:
@@ -27,7 +29,7 @@ def tokens_text(n: int) -> str:
 def plan_name(scenario: Scenario) -> str:
     """What the plan is, in a few words: the model (and its weights when they are not the checkpoint's), the
     engine when not transformers, the workload's length and batch, and the GPUs."""
-    model = scenario.model.id.rstrip("/").rsplit("/", 1)[-1] or scenario.model.id
+    model = _model_words(scenario.model.id)
     head = model if scenario.weights == "auto" else f"{model} {scenario.weights.upper()}"
     parts: list[str] = []
     w = scenario.workload
@@ -55,7 +57,20 @@ def plan_name(scenario: Scenario) -> str:
         where = f" on {article}{gpus}"
     else:
         where = ""
-    return ", ".join([head, *parts]) + where
+    return _shortened(", ".join([head, *parts]) + where, NAME_MOST)
+
+
+def _model_words(model_id: str) -> str:
+    """The model as a name says it: the repo's name, or a local file's folder ("./my-model/config.json" ->
+    "my-model"), at most 80 characters."""
+    path = model_id.replace("\\", "/").rstrip("/").split("/")
+    while len(path) > 1 and path[-1] in ("config.json", "", "."):
+        path.pop()
+    return _shortened(path[-1] or model_id, 80)
+
+
+def _shortened(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1].rstrip() + "…"
 
 
 def has_generated_name(scenario: Scenario) -> bool:

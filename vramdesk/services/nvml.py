@@ -651,9 +651,13 @@ def machine_gpu(
 ) -> tuple[GpuSpec | None, Text | None]:
     """GPU 0 of this machine (``found``, else :func:`detect_gpus`) as the window plans with it (the catalog's
     figures, the detected total and free memory), and a sentence saying so; (None, None) without a usable GPU
-    (none, or one without a usable total: no verdict rather than a wrong one)."""
+    (none, or one without a usable total: no verdict rather than a wrong one). A probe that hung or crashed
+    gives (None, its reason): the caller waited for it and is told why there is no verdict."""
     found = found if found is not None else detect_gpus()
     if not found.gpus:
+        reason = found.reason
+        if isinstance(reason, Text) and any(getattr(p, "id", "") == SKIPPED.id for p in reason.parts):
+            return None, reason
         return None, None
     try:
         spec = to_gpu_spec(found.gpus[0], catalog)
