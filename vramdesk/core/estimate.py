@@ -9,7 +9,7 @@ from .engines import Context, Engine, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
-from .messages import Message, Text, free, join
+from .messages import Message, Text, error_text, free, join
 from .quant_config import format_from_quantization_config
 from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
@@ -91,12 +91,6 @@ def _bounded(est: Estimate) -> Estimate:
     return est
 
 
-def _message(err: Exception) -> str:
-    """An error's message, its :class:`~vramdesk.core.messages.Text` (id and values) kept when it has one."""
-    first = err.args[0] if len(err.args) == 1 else None
-    return first if isinstance(first, Text) else str(err)
-
-
 def _float_dtype(arch: Architecture) -> str:
     return arch.dtype if arch.dtype in ("bf16", "fp16", "fp32") else "bf16"
 
@@ -110,13 +104,13 @@ def resolve_format(scenario: Scenario, arch: Architecture) -> tuple[WeightFormat
             try:
                 return format_from_quantization_config(qc, base_dtype=base if base != "fp32" else "bf16"), False
             except FormatError as err:
-                raise EstimateError(FORMAT_ERROR(model_type=arch.model_type, error=free(_message(err)))) from err
+                raise EstimateError(FORMAT_ERROR(model_type=arch.model_type, error=free(error_text(err)))) from err
         return parse_weight_format(base), False
     try:
         compute = base if base in ("bf16", "fp16") else "bf16"
         fmt = parse_weight_format(scenario.weights, base_dtype=compute)
     except FormatError as err:
-        raise EstimateError(_message(err)) from err
+        raise EstimateError(error_text(err)) from err
     return fmt, fmt.kind in ("bnb4", "int8") and not qc
 
 
@@ -141,7 +135,7 @@ def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple
     try:
         return kv_bits(name), label
     except FormatError as err:
-        raise EstimateError(_message(err)) from err
+        raise EstimateError(error_text(err)) from err
 
 
 def _params(facts: ModelFacts, parts: frozenset[str]) -> Params:
@@ -378,7 +372,7 @@ def _estimate_training(
         run = training_phases(facts, work, scenario.parallelism, total_gpus, base, scenario.hardware.gpu_count)
     except (TrainingError, FormatError) as err:
         # (a refusal's message Text, id and values kept, so that the window translates it by its id)
-        raise EstimateError(_message(err)) from err
+        raise EstimateError(error_text(err)) from err
     ws = _cublas_workspaces(gpu)
     stage_phases = [_with_workspaces(st, ws) for st in run.stages] or [_with_workspaces(run.phases, ws)]
     phases = stage_phases[0]

@@ -22,7 +22,7 @@ from .architecture import Architecture
 from .checkpoint import MAX_TENSOR_ELEMENTS, CheckpointError, NeedMoreBytesError, classify
 from .gguf import GGUF_TYPE_IDS, FormatError, gguf_tensor_bytes
 from .inventory import Tensor
-from .messages import Message, Text
+from .messages import Message, error_text
 
 # --------------------------------------------------------------------------------------------------
 # GGUF
@@ -284,7 +284,7 @@ def gguf_entry_bytes(type_id: int | str, ggml_shape: tuple[int, ...], name: str 
     try:
         return gguf_tensor_bytes(t, prod(ggml_shape))
     except FormatError as err:
-        raise CheckpointError(TENSOR_ERROR(name=name, error=_reason(err))) from err
+        raise CheckpointError(TENSOR_ERROR(name=name, error=error_text(err))) from err
 
 
 def tensors_from_gguf(
@@ -428,11 +428,6 @@ def gguf_to_config(header: GgufHeader) -> dict[str, Any]:
         cfg["sliding_window_pattern"] = 6
         cfg["query_pre_attn_scalar"] = cfg.get("head_dim", hidden // n_heads)
     return cfg
-
-
-def _reason(err: BaseException) -> str:
-    """What an error says: its :class:`~vramdesk.core.messages.Text` (kept for the window), else its English."""
-    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], Text) else str(err)
 
 
 __all__ = [

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .architecture import AttentionKind
 from .dtype_names import FormatError
 from .lora import LoraTargetError, check_targets
-from .messages import Message, free
+from .messages import Message, error_text, free
 from .scenario import FinetuneWorkload, Parallelism
 from .weight_format import WeightFormat, parse_weight_format
 
@@ -100,7 +100,7 @@ def _label(facts: ModelFacts, base: str | WeightFormat) -> str:
     try:
         return parse_weight_format(base, base_dtype=dtype if dtype in ("bf16", "fp16") else "bf16").label
     except FormatError as err:
-        raise TrainingError(_carried(err)) from err
+        raise TrainingError(error_text(err)) from err
 
 
 def _check_base(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFormat) -> None:
@@ -127,24 +127,18 @@ def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightF
     try:
         check_targets(facts, work.lora_targets)
     except LoraTargetError as err:
-        raise TrainingError(_carried(err)) from err
+        raise TrainingError(error_text(err)) from err
     if base == "auto":
         # (the 16-bit, fp32 or NF4 base the method picks stores every tensor)
         return
     try:
         fmt = base if isinstance(base, WeightFormat) else parse_weight_format(base, base_dtype="bf16")
     except FormatError as err:
-        raise TrainingError(_carried(err)) from err
+        raise TrainingError(error_text(err)) from err
     # a format that cannot store one of the text model's tensors (a GGUF type whose blocks do not divide a row,
     # an AWQ GEMV group size without a layout) says so when it prices them: the frozen base's bytes, which
     # what_trains reads back from the same cache on the model's facts
     facts.weights(fmt, frozenset({"text"}))
-
-
-def _carried(err: ValueError) -> str:
-    """The message of an error passed on as a refusal: its :class:`~vramdesk.core.messages.Text` (id and values
-    kept, so that the window translates it by id), else its English."""
-    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], str) else str(err)
 
 
 def _check_parallelism(facts: ModelFacts, par: Parallelism) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..architecture import Architecture, ConfigError
 from ..families import LLAMA, Family, family_for_model_type
-from ..messages import Message, Text
+from ..messages import Message, error_text
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
 from .fields import _Cfg, _finite, _model_type, _text_and_outer
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
@@ -76,11 +76,6 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
         try:
             arch = _llama_like(c, outer, base, LLAMA)
         except ConfigError as err:
-            raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=model_type, error=_reason(err))) from err
+            raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=model_type, error=error_text(err))) from err
         arch = arch.model_copy(update={"warnings": (*arch.warnings, GENERIC_DECODER(model_type=model_type))})
     return arch
-
-
-def _reason(err: BaseException) -> str:
-    """What an error says: its :class:`~vramdesk.core.messages.Text` (kept for the window), else its English."""
-    return err.args[0] if len(err.args) == 1 and isinstance(err.args[0], Text) else str(err)
