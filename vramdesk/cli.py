@@ -612,14 +612,14 @@ def _write_or_print(text: str, output: str | None, out: TextIO, inputs: Sequence
 
 def _compare(ns: argparse.Namespace, out: TextIO) -> int:
     """`vramdesk compare A.json B.json ...`: inputs, components, totals and verdicts side by side."""
-    from vramdesk.report.tables import (
+    from vramdesk.report.comparison import (
         CompareItem,
         build_comparison,
         comparison_csv,
         comparison_json,
         comparison_markdown,
-        json_text,
     )
+    from vramdesk.report.tables import json_text
 
     if len(ns.files) < 2:
         print("vramdesk: error: compare needs at least two scenario files", file=sys.stderr)

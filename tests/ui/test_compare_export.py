@@ -20,7 +20,7 @@ from PySide6.QtSvg import QSvgRenderer
 from vramdesk import cli
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
-from vramdesk.report.tables import SECTION_TITLES
+from vramdesk.report.comparison import SECTION_TITLES
 from vramdesk.storage.library import Autosave, ScenarioLibrary
 from vramdesk.storage.paths import DATA_DIR_ENV
 from vramdesk.storage.scenarios import save_scenario

@@ -1,5 +1,5 @@
-"""Qt-free report writers: the breakdown of one estimate (CSV / Markdown / HTML / TSV) and the
-side-by-side comparison of several (Markdown / CSV / JSON / HTML).
+"""Qt-free report writers of one estimate: its breakdown (CSV / Markdown / HTML / TSV) and the report
+(Markdown / HTML / JSON), and the table helpers :mod:`vramdesk.report.comparison` shares.
 
 The caller estimates (report sits beside services and storage, so it never resolves models itself) and
 passes the results in. Bytes stay integers in CSV and JSON; GiB are shown with two decimals elsewhere.
@@ -69,7 +69,7 @@ def scenario_inputs(scenario: Scenario) -> dict[str, Any]:
     return {k: v for k, v in flatten(data).items() if v is not None}
 
 
-def _cell(v: Any) -> str:
+def cell_text(v: Any) -> str:
     if v is None:
         return "–"
     if isinstance(v, bool):
@@ -109,7 +109,7 @@ def csv_cell(value: Any) -> Any:
     return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _write_rows(rows: Iterable[Sequence[Any]], delimiter: str = ",") -> str:
+def write_rows(rows: Iterable[Sequence[Any]], delimiter: str = ",") -> str:
     buf = io.StringIO()
     w = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
     w.writerows([csv_cell(v) for v in row] for row in rows)
@@ -148,7 +148,7 @@ def breakdown_rows(est: Estimate) -> list[tuple[str, str, str, int, str, str, st
 _T = TypeVar("_T")
 
 
-def _gpus_on_the_device(first: int, last: int) -> str:
+def gpus_on_the_device(first: int, last: int) -> str:
     return f"GPU {first} on the device" if first == last else f"GPU {first}-{last} on the device, each"
 
 
@@ -164,12 +164,12 @@ def runs(values: Sequence[_T]) -> list[tuple[int, int, _T]]:
 
 
 def breakdown_csv(est: Estimate) -> str:
-    return _write_rows([BREAKDOWN_HEADER, *breakdown_rows(est)])
+    return write_rows([BREAKDOWN_HEADER, *breakdown_rows(est)])
 
 
 def breakdown_tsv(est: Estimate) -> str:
     """The breakdown for pasting into a spreadsheet (tabs, one line per row)."""
-    return _write_rows([BREAKDOWN_HEADER[:6], *(r[:6] for r in breakdown_rows(est))], "\t")
+    return write_rows([BREAKDOWN_HEADER[:6], *(r[:6] for r in breakdown_rows(est))], "\t")
 
 
 def breakdown_markdown(est: Estimate) -> str:
@@ -226,7 +226,7 @@ class ReportData:
         if len(e.per_gpu) > 1:
             # consecutive GPUs that hold the same are one row ("GPU 0-127 on the device, each")
             for first, last, value in runs([g.device_bytes for g in e.per_gpu]):
-                rows.append((_gpus_on_the_device(first, last), f"{gib(value)} GiB"))
+                rows.append((gpus_on_the_device(first, last), f"{gib(value)} GiB"))
         p = self.perf
         if p is not None:
             if p.decode_tokens_per_s:
@@ -239,7 +239,7 @@ class ReportData:
         return rows
 
     def input_rows(self) -> list[tuple[str, str]]:
-        return [(k, _cell(v)) for k, v in scenario_inputs(self.scenario).items()]
+        return [(k, cell_text(v)) for k, v in scenario_inputs(self.scenario).items()]
 
     def phase_rows(self) -> list[tuple[str, str, str]]:
         return [
@@ -291,7 +291,7 @@ def report_markdown(data: ReportData, chart_path: str | None = None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-_CSS = """
+CSS = """
 body { font-family: 'DejaVu Sans', Arial, sans-serif; font-size: 10pt; color: #1f2328; }
 h1 { font-size: 16pt; margin-bottom: 2px; } h2 { font-size: 12pt; margin-top: 14px; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 4px 0; }
@@ -326,7 +326,7 @@ def report_html(data: ReportData, chart_src: str | None = None, chart_width: int
     esc = html.escape
     parts = [
         '<!DOCTYPE html><html><head><meta charset="utf-8">',
-        f"<title>vramdesk report: {esc(data.title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>vramdesk report: {esc(data.title)}</title><style>{CSS}</style></head><body>",
         f"<h1>vramdesk report: {esc(data.title)}</h1>",
         f'<p class="meta">vramdesk {esc(data.version)} · {esc(data.created)} · model '
         f"<code>{esc(e.model_id)}</code></p>",
@@ -350,180 +350,6 @@ def report_html(data: ReportData, chart_src: str | None = None, chart_width: int
     if e.constants:
         parts.append("<h2>Assumptions (constants)</h2>")
         parts.append(_html_table(("Constant", "Value and source"), list(e.constants.items())))
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------- comparison
-
-
-@dataclass(frozen=True)
-class CompareItem:
-    """One column of a comparison: a scenario and its estimate, or the reason there is none."""
-
-    label: str
-    scenario: Scenario
-    est: Estimate | None = None
-    perf: Performance | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class CompareRow:
-    section: str  # "input" | "component" | "total" | "verdict" | "speed"
-    name: str
-    cells: tuple[str, ...]
-    #: integers for byte rows (None where a column has no value), for machine output
-    values: tuple[Any, ...]
-    #: the columns do not all agree (what the view highlights)
-    differs: bool
-
-
-@dataclass(frozen=True)
-class Comparison:
-    labels: tuple[str, ...]
-    rows: tuple[CompareRow, ...]
-    errors: tuple[str | None, ...]
-
-    def section(self, name: str) -> list[CompareRow]:
-        return [r for r in self.rows if r.section == name]
-
-
-def _row(section: str, name: str, values: Sequence[Any], fmt: Any = _cell) -> CompareRow:
-    cells = tuple("–" if v is None else fmt(v) for v in values)
-    return CompareRow(section, name, cells, tuple(values), len(set(cells)) > 1)
-
-
-def build_comparison(items: Sequence[CompareItem]) -> Comparison:
-    """Inputs (differences flagged), each component at the peak, totals at each level, verdict per GPU."""
-    inputs = [scenario_inputs(i.scenario) for i in items]
-    keys: list[str] = []
-    for d in inputs:
-        keys += [k for k in d if k not in keys]
-    rows: list[CompareRow] = [_row("input", k, [d.get(k) for d in inputs]) for k in keys]
-    ests = [i.est for i in items]
-    names: list[str] = []
-    for est in ests:
-        if est is not None:
-            names += [c.name for c in est.components if c.name not in names]
-    for n in names:
-        vals: list[int | None] = []
-        for est in ests:
-            found = None if est is None else next((c.bytes for c in est.components if c.name == n), 0)
-            vals.append(found)
-        rows.append(_row("component", n, vals, gib))
-    for label, attr in (
-        ("peak allocated", "peak_allocated_bytes"),
-        ("peak reserved", "peak_reserved_bytes"),
-        ("on the device (per GPU)", "device_bytes"),
-        ("host memory (per machine)", "host_bytes"),
-    ):
-        rows.append(_row("total", label, [None if e is None else getattr(e, attr) for e in ests], gib))
-    rows.append(_row("total", "peak phase", [None if e is None else e.peak_phase for e in ests]))
-    hardware = [
-        None
-        if i.est is None or i.est.fit is None
-        else hardware_text(i.est.fit.gpu, i.scenario.hardware.gpu_count, i.scenario.hardware.nodes)
-        for i in items
-    ]
-    rows.append(_row("verdict", "GPU", hardware))
-    rows.append(_row("verdict", "verdict", [None if e is None or e.fit is None else e.fit.verdict for e in ests]))
-    most = max((len(e.per_gpu) for e in ests if e is not None), default=0)
-    if most > 1:
-        per_index = [
-            tuple(e.per_gpu[g].device_bytes if e is not None and g < len(e.per_gpu) else None for e in ests)
-            for g in range(most)
-        ]
-        # GPUs on which every plan holds the same as on the GPU before share a row
-        for first, last, vals2 in runs(per_index):
-            rows.append(_row("verdict", _gpus_on_the_device(first, last), list(vals2), gib))
-    decode = [i.perf.decode_tokens_per_s if i.perf is not None else None for i in items]
-    if any(decode):
-        rows.append(_row("speed", "decode tokens/s", decode, lambda v: f"{v:.1f}"))
-    train = [getattr(i.perf, "train_tokens_per_s", None) if i.perf is not None else None for i in items]
-    if any(train):
-        rows.append(_row("speed", "training tokens/s", train, lambda v: f"{v:.0f}"))
-    rows.append(_row("verdict", "error", [i.error for i in items]))
-    if not any(i.error for i in items):
-        rows.pop()
-    return Comparison(tuple(i.label for i in items), tuple(rows), tuple(i.error for i in items))
-
-
-SECTION_TITLES = {
-    "input": "Inputs",
-    "component": "Components at the peak (GiB)",
-    "total": "Totals (GiB)",
-    "verdict": "Verdict",
-    "speed": "Speed",
-}
-
-
-def comparison_markdown(cmp: Comparison) -> str:
-    out = ["# vramdesk comparison\n", f"vramdesk {__version__} · {now_text()}\n"]
-    for section, title in SECTION_TITLES.items():
-        rows = cmp.section(section)
-        if not rows:
-            continue
-        out.append(f"## {title}\n")
-        body = [(("**" + r.name + "**") if r.differs and section == "input" else r.name, *r.cells) for r in rows]
-        numeric = range(1, len(cmp.labels) + 1) if section in ("component", "total", "speed") else ()
-        out.append(markdown_table(("", *cmp.labels), body, align_right=tuple(numeric)))
-    return "\n".join(out)
-
-
-def comparison_csv(cmp: Comparison) -> str:
-    """One row per line; byte rows hold integers (bytes), the rest their text."""
-    rows = [(r.section, r.name, int(r.differs), *("" if v is None else v for v in r.values)) for r in cmp.rows]
-    return _write_rows([("section", "name", "differs", *cmp.labels), *rows])
-
-
-def comparison_tsv(cmp: Comparison) -> str:
-    """The comparison as shown (GiB text) for pasting into a spreadsheet: tabs, one line per row."""
-    return _write_rows([("", *cmp.labels), *((r.name, *r.cells) for r in cmp.rows)], "\t")
-
-
-def comparison_json(cmp: Comparison) -> dict[str, Any]:
-    return {
-        "app": "vramdesk",
-        "version": __version__,
-        "columns": list(cmp.labels),
-        "errors": list(cmp.errors),
-        "rows": [
-            {
-                "section": r.section,
-                "name": r.name,
-                "values": list(r.values),
-                "cells": list(r.cells),
-                "differs": r.differs,
-            }
-            for r in cmp.rows
-        ],
-    }
-
-
-def comparison_html(cmp: Comparison, chart_src: str | None = None) -> str:
-    esc = html.escape
-    parts = [
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>vramdesk comparison</title><style>{_CSS}</style>',
-        "</head><body><h1>vramdesk comparison</h1>",
-        f'<p class="meta">vramdesk {esc(__version__)} · {esc(now_text())}</p>',
-    ]
-    if chart_src:
-        parts.append(f'<p><img src="{esc(chart_src)}" width="640" alt="Comparison chart"></p>')
-    for section, title in SECTION_TITLES.items():
-        rows = cmp.section(section)
-        if not rows:
-            continue
-        head = "".join(f"<th>{esc(c)}</th>" for c in ("", *cmp.labels))
-        body = []
-        for r in rows:
-            cls = ' class="diff"' if r.differs and section == "input" else ""
-            num = ' class="num"' if section in ("component", "total", "speed") else cls
-            cells = "".join(f"<td{num}>{esc(c)}</td>" for c in r.cells)
-            body.append(f"<tr><td{cls}>{esc(r.name)}</td>{cells}</tr>")
-        parts.append(
-            f'<h2>{esc(title)}</h2><table cellspacing="0" cellpadding="3"><tr>{head}</tr>{"".join(body)}</table>'
-        )
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from vramdesk.core.options import by_path
 from vramdesk.core.scenario import Scenario
-from vramdesk.report.tables import (
+from vramdesk.report.comparison import (
     SECTION_TITLES,
     CompareItem,
     CompareRow,

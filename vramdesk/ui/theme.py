@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 #: one stable colour per component category: the Okabe-Ito palette (safe for the common colour-vision
@@ -112,6 +113,22 @@ def current() -> Palette:
 
 def use_palette(p: Palette) -> None:
     _current["p"] = p
+
+
+#: what exported charts and reports are drawn in, whatever the window's theme: dark text on white paper
+PRINT = LIGHT
+
+
+@contextmanager
+def printing(keep_screen: bool = False) -> Iterator[Palette]:
+    """Charts built inside are drawn in :data:`PRINT` (``keep_screen``: in the window's palette); the window's
+    palette is back afterwards. Widgets read the palette when they are built, so build the export's inside."""
+    before = current()
+    use_palette(before if keep_screen else PRINT)
+    try:
+        yield current()
+    finally:
+        use_palette(before)
 
 
 def style_sheet(p: Palette) -> str:
