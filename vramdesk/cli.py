@@ -15,20 +15,20 @@ from pydantic import ValidationError
 
 from vramdesk import __version__
 from vramdesk.core import jsonsafe
-from vramdesk.core.architecture import ConfigError
-from vramdesk.core.dtype_names import FormatError
-from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.estimate import estimate
 from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.options import Option, by_flag, options
-from vramdesk.core.performance import Performance, PerformanceError, performance
+from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.json_report import estimate_to_dict
-from vramdesk.report.tables import ReportData, level_labels, runs
-from vramdesk.services.deepspeed import DeepSpeedConfigError, apply_deepspeed, read_deepspeed
-from vramdesk.services.resolve import ResolveError, resolve_gpu, resolve_model
-from vramdesk.storage.scenarios import ScenarioFileError, is_scenario_file, load_scenario, save_scenario
+from vramdesk.report.tables import level_labels, runs
+from vramdesk.services.deepspeed import apply_deepspeed, read_deepspeed
+from vramdesk.services.resolve import resolve_gpu, resolve_model
+from vramdesk.storage.scenarios import is_scenario_file, load_scenario, save_scenario
 from vramdesk.validation_text import validation_text
+
+from .cli_common import ERRORS, CliError, estimate_and_speed
 
 #: options of the command line that are not scenario settings (the option table, core/options.py, has those)
 _COMMAND_KEYS = frozenset({"mode", "deepspeed", "name", "model"})
@@ -40,10 +40,6 @@ _MORE_HELP = {
     "gptq-int8, awq-int4, mxfp4, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...",
     "gpu": "a GPU catalog name, e.g. 'RTX 4090', 'H100 SXM'",
 }
-
-
-class CliError(Exception):
-    pass
 
 
 def _checked(kind: Callable[[str], Any], expected: str, ok: Callable[[Any], bool], must: str) -> Callable[[str], Any]:
@@ -169,7 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve_parser(sub)
     gpus = sub.add_parser("gpus", help="GPUs seen through NVML (an empty list and the reason when none)")
     gpus.add_argument("--json", action="store_true", help="print one JSON object")
-    _add_compare_export_parsers(sub)
+    from vramdesk.cli_compare import add_compare_parser
+    from vramdesk.cli_export import add_export_parser
+
+    add_compare_parser(sub)
+    add_export_parser(sub)
     return parser
 
 
@@ -249,33 +249,6 @@ def run_estimate(scenario: Scenario) -> Estimate:
     facts = resolve_model(scenario.model.id)
     gpu = resolve_gpu(scenario.hardware.gpu)
     return estimate(scenario, facts, gpu)
-
-
-def estimate_and_speed(scenario: Scenario, gpu: GpuSpec | None = None) -> tuple[Estimate, Performance | None]:
-    """The estimate and, when a GPU is given (``gpu``, else the scenario's; the catalog has its figures), the speed
-    estimate."""
-    facts = resolve_model(scenario.model.id)
-    gpu = gpu or resolve_gpu(scenario.hardware.gpu)
-    est = estimate(scenario, facts, gpu)
-    if gpu is None:
-        return est, None
-    try:
-        return est, performance(est, scenario, facts, gpu)
-    except PerformanceError:
-        return est, None
-
-
-_ERRORS = (
-    CliError,
-    ResolveError,
-    EstimateError,
-    ConfigError,
-    FormatError,
-    ScenarioFileError,
-    DeepSpeedConfigError,
-    jsonsafe.JsonError,
-    OSError,
-)
 
 
 def _gib(n: int) -> str:
@@ -385,7 +358,7 @@ def _jsonl(path: str, out: TextIO) -> int:
                 if line is None:
                     raise CliError(f"longer than {_MAX_JSONL_LINE:,} bytes")
                 text = json.dumps(_jsonl_result(line), allow_nan=False)
-            except _ERRORS as err:
+            except ERRORS as err:
                 error = " ".join(str(err).split())
             except Exception as err:  # a bug: this line's error, not the end of the batch
                 error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:500]})"
@@ -554,7 +527,7 @@ def _solve(ns: argparse.Namespace, out: TextIO) -> int:
                 if not ch.options:
                     lines.append("  no change found that fits (up to three edits, or more GPUs up to --max-gpus)")
                 lines.append(f"({ch.tried} configurations estimated; {ch.rule})")
-    except (*_ERRORS, SolveError, PerformanceError) as err:
+    except (*ERRORS, SolveError, PerformanceError) as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)
         return 2
     if ns.json:
@@ -568,156 +541,6 @@ def _set_field(scenario: Scenario, field: str, value: int) -> Scenario:
     data = scenario.model_dump(mode="json")
     data["workload"][field] = value
     return Scenario.model_validate(data)
-
-
-# ---------------------------------------------------------------------------------------------- compare, export
-
-#: formats `vramdesk export` writes without Qt; the others are rendered by vramdesk.ui.export in a child process
-_TEXT_EXPORTS = ("csv", "md", "json")
-_EXPORT_FORMATS = ("png", "svg", "pdf", "csv", "md", "html", "json")
-
-
-def _add_compare_export_parsers(sub: Any) -> None:
-    cmp = sub.add_parser("compare", help="side-by-side comparison of saved scenario files")
-    cmp.add_argument("files", nargs="+", metavar="SCENARIO.json", help="two or more scenario files")
-    cmp.add_argument("--format", choices=["md", "csv", "json"], default="md", help="[md]")
-    cmp.add_argument("-o", "--output", metavar="OUT", default=None, help="write to a file instead of stdout")
-    exp = sub.add_parser("export", help="write one scenario's chart, report or breakdown to a file")
-    exp.add_argument("scenario", metavar="SCENARIO.json")
-    exp.add_argument("--format", required=True, choices=_EXPORT_FORMATS)
-    exp.add_argument("-o", "--output", required=True, metavar="OUT")
-
-
-def _read_scenario_file(path: Path) -> Scenario:
-    """A scenario file of any supported schema; one from a newer vramdesk is read as far as it can be."""
-    from vramdesk.storage.library import read_entry
-
-    entry = read_entry(path)
-    if entry.note:
-        print(f"vramdesk: note: {path}: {entry.note}", file=sys.stderr)
-    return entry.scenario
-
-
-def _write_or_print(text: str, output: str | None, out: TextIO, inputs: Sequence[str | Path] = ()) -> None:
-    """``text`` to the file ``output`` (never over one of ``inputs``), else to ``out``."""
-    if output:
-        from vramdesk.fsutil import atomic_write_text
-        from vramdesk.safety import check_output
-
-        check_output(output, inputs)
-        atomic_write_text(Path(output), text)
-    else:
-        out.write(text)
-
-
-def _compare(ns: argparse.Namespace, out: TextIO) -> int:
-    """`vramdesk compare A.json B.json ...`: inputs, components, totals and verdicts side by side."""
-    from vramdesk.report.comparison import (
-        CompareItem,
-        build_comparison,
-        comparison_csv,
-        comparison_json,
-        comparison_markdown,
-    )
-    from vramdesk.report.tables import json_text
-
-    if len(ns.files) < 2:
-        print("vramdesk: error: compare needs at least two scenario files", file=sys.stderr)
-        return 2
-    items: list[CompareItem] = []
-    labels: dict[str, int] = {}
-    try:
-        if ns.output:  # say so before estimating anything
-            from vramdesk.safety import check_output
-
-            check_output(ns.output, ns.files)
-        for f in ns.files:
-            scenario = _read_scenario_file(Path(f))
-            label = scenario.name or Path(f).name.removesuffix(".json").removesuffix(".vramdesk")
-            labels[label] = labels.get(label, 0) + 1
-            if labels[label] > 1:
-                label = f"{label} ({labels[label]})"
-            try:
-                est, perf = estimate_and_speed(scenario)
-                items.append(CompareItem(label, scenario, est, perf))
-            except _ERRORS as err:
-                items.append(CompareItem(label, scenario, error=str(err)))
-        cmp = build_comparison(items)
-        if ns.format == "json":
-            text = json_text(comparison_json(cmp))
-        elif ns.format == "csv":
-            text = comparison_csv(cmp)
-        else:
-            text = comparison_markdown(cmp)
-        _write_or_print(text, ns.output, out, ns.files)
-    except _ERRORS as err:
-        print(f"vramdesk: error: {err}", file=sys.stderr)
-        return 2
-    failed = [i for i in items if i.error]
-    for i in failed:
-        print(f"vramdesk: error: {i.label}: {i.error}", file=sys.stderr)
-    return 1 if failed else 0
-
-
-def _report_data(est: Estimate, scenario: Scenario, perf: Performance | None) -> ReportData:
-    """The report of one estimate, with how close each level came to measured runs for this kind of plan."""
-    from vramdesk.services.accuracy import accuracy_rows
-
-    return ReportData(est, scenario, perf, accuracy=accuracy_rows(scenario.workload.kind, est.engine.engine))
-
-
-def _render_in_child(scenario_path: Path, fmt: str, output: Path) -> None:
-    """png / svg / pdf / html need Qt: vramdesk.ui.export renders them in a child process, so that this
-    process (the command line) never imports Qt."""
-    import os
-    import subprocess
-
-    env = dict(os.environ)
-    env["QT_QPA_PLATFORM"] = "offscreen"
-    cmd = [sys.executable, "-m", "vramdesk.ui.export", str(scenario_path), "--format", fmt, "-o", str(output)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        reason = lines[-1].removeprefix("vramdesk: error: ") if lines else f"exit status {proc.returncode}"
-        raise CliError(f"cannot render {fmt}: {reason}")
-    if not output.is_file():
-        raise CliError(f"cannot render {fmt}: {output} was not written")
-
-
-def _export(ns: argparse.Namespace) -> int:
-    """`vramdesk export SCENARIO.json --format F -o OUT`."""
-    from vramdesk.fsutil import atomic_write_text
-    from vramdesk.report.tables import breakdown_csv, json_text, report_html, report_json, report_markdown
-    from vramdesk.safety import check_output
-
-    src, output = Path(ns.scenario), Path(ns.output)
-    try:
-        # `export s.json -o s.json` would replace the scenario with its report (also through a link)
-        check_output(ns.output, [src])
-        scenario = _read_scenario_file(src)
-        est, perf = estimate_and_speed(scenario)  # errors show here, before any rendering
-        if output.is_dir():
-            raise CliError(f"{output}: is a folder")
-        if not output.parent.is_dir():
-            raise CliError(f"{output}: the folder {output.parent} does not exist")
-        if ns.format == "csv":
-            atomic_write_text(output, breakdown_csv(est))
-        elif ns.format == "md":
-            atomic_write_text(output, report_markdown(_report_data(est, scenario, perf)))
-        elif ns.format == "json":
-            atomic_write_text(output, json_text(report_json(est, scenario, perf)))
-        else:
-            try:
-                _render_in_child(src, ns.format, output)
-            except CliError:
-                if ns.format != "html":
-                    raise
-                # no Qt here: the same report without the chart
-                atomic_write_text(output, report_html(_report_data(est, scenario, perf)))
-    except _ERRORS as err:
-        print(f"vramdesk: error: {err}", file=sys.stderr)
-        return 2
-    return 0
 
 
 #: set (to anything) to keep ``estimate`` without ``--gpu`` from probing NVML (as ``--no-detect``)
@@ -751,9 +574,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if ns.command == "solve":
         return _solve(ns, out)
     if ns.command == "compare":
-        return _compare(ns, out)
+        from vramdesk.cli_compare import run_compare
+
+        return run_compare(ns, out)
     if ns.command == "export":
-        return _export(ns)
+        from vramdesk.cli_export import run_export
+
+        return run_export(ns)
     try:
         if ns.jsonl:
             if ns.model:
@@ -771,6 +598,6 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         else:
             render_text(est, scenario, out)
         return 0
-    except _ERRORS as err:
+    except ERRORS as err:
         print(f"vramdesk: error: {' '.join(str(err).split())}", file=sys.stderr)  # one line, whatever it quotes
         return 2
