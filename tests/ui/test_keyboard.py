@@ -40,6 +40,16 @@ def test_tab_walks_the_window_and_leaves_the_tables(qtbot) -> None:
     assert len(tables) == len(names)  # each table once: Tab moves on instead of walking its cells
     for field in ("batch", "input_len", "output_len", "gpu_count"):
         assert w.widget(field) in walked, field
+    # every field the form shows and that takes focus is on the way, and so is every button of the window
+    shown = [
+        (name, f.widget.focusProxy() or f.widget)
+        for name, f in w.form.fields.items()
+        if f.widget.isVisibleTo(w) and f.widget.isEnabled()
+    ]
+    takes_tab = [(n, x) for n, x in shown if x.focusPolicy() & Qt.FocusPolicy.TabFocus]
+    assert len(takes_tab) >= 10, [n for n, _ in takes_tab]
+    missed = [n for n, x in takes_tab if x not in walked and not any(x.isAncestorOf(y) for y in walked)]
+    assert not missed, f"Tab never reaches {missed}"
 
 
 def test_a_mnemonic_focuses_its_field_and_typing_never_changes_the_model(qtbot) -> None:

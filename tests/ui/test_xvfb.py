@@ -1,8 +1,9 @@
 """The window on a real X server: ``vramdesk --screenshot`` through Qt's xcb platform on an Xvfb display.
 
 The other UI tests render offscreen; this one catches what only a real display path shows (the xcb plugin and
-its libraries, fonts, the window's real size). It starts its own ``Xvfb :N`` on a free display number and
-always stops it. Without ``Xvfb`` on PATH it is skipped (``apt-get install xvfb`` to run it).
+its libraries, fonts, the window's real size). It starts its own ``Xvfb :N`` on a free display number
+(benchmarks/xdisplay.py) and always stops it. Without ``Xvfb`` on PATH it is skipped (``apt-get install xvfb``
+to run it).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from benchload import load_benchmark
 from PySide6.QtGui import QImage
 
 from vramdesk.ui.main_window import WINDOW_SIZE
@@ -28,63 +29,18 @@ pytestmark = [
     pytest.mark.skipif(XVFB is None, reason="Xvfb is not on PATH (apt-get install xvfb to run this check)"),
 ]
 
-#: display numbers tried (high, away from a desktop's :0 and ssh's :10-:20)
-DISPLAYS = range(99, 160)
-SCREEN = "1920x1200x24"
-START_TIMEOUT_S = 10.0
 SCREENSHOT_TIMEOUT_S = 120
-
-
-def _taken(n: int) -> bool:
-    """Whether display ``:n`` looks used: its lock file or its socket exists."""
-    return Path(f"/tmp/.X{n}-lock").exists() or Path(f"/tmp/.X11-unix/X{n}").exists()
-
-
-def _wait_ready(proc: subprocess.Popen[bytes], n: int) -> bool:
-    """Wait until Xvfb listens on ``:n`` (its socket appears); False when it exits first or never does."""
-    socket = Path(f"/tmp/.X11-unix/X{n}")
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        if socket.exists():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+xdisplay = load_benchmark("xdisplay", folder="")
 
 
 @contextlib.contextmanager
 def xvfb(log: Path) -> Iterator[str]:
-    """Start ``Xvfb :N`` on the first free N and yield ``":N"``; the server is always stopped afterwards."""
-    assert XVFB is not None
-    for n in DISPLAYS:
-        if _taken(n):
-            continue
-        with log.open("ab") as out:
-            proc = subprocess.Popen(
-                [XVFB, f":{n}", "-screen", "0", SCREEN, "-nolisten", "tcp", "-noreset"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        try:
-            if not _wait_ready(proc, n):
-                continue  # lost a race for this number (or it failed): the finally stops it, try the next
-            yield f":{n}"
-            return
-        finally:
-            _stop(proc)
-    pytest.fail(f"could not start Xvfb on any display in {DISPLAYS}:\n{log.read_text(errors='replace')[-2000:]}")
+    """benchmarks/xdisplay.py's private X server; a failure to start one fails the test."""
+    try:
+        with xdisplay.xvfb(log) as display:
+            yield display
+    except xdisplay.NoDisplayError as err:
+        pytest.fail(str(err))
 
 
 def test_screenshot_on_a_real_x_server(tmp_path: Path) -> None:
