@@ -22,6 +22,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.performance import Performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
+from vramdesk.report import comparison as rc
 from vramdesk.report import tables as t
 from vramdesk.safety import OutputIsInputError, check_output, redact, same_file
 from vramdesk.services.hub import HubClient, HubError, display_endpoint, map_error
@@ -159,12 +160,12 @@ def test_markdown_report_keeps_user_and_hub_text_as_text(base: Base) -> None:
 def test_markdown_comparison_keeps_names_and_errors_as_text(base: Base) -> None:
     s, est, perf = base
     items = [
-        t.CompareItem(f"{SCRIPT} {AUTOLINK}", s.model_copy(update={"name": EVIL}), _evil_estimate(est), perf),
-        t.CompareItem(LINK, s, error=EVIL),
+        rc.CompareItem(f"{SCRIPT} {AUTOLINK}", s.model_copy(update={"name": EVIL}), _evil_estimate(est), perf),
+        rc.CompareItem(LINK, s, error=EVIL),
     ]
-    md = t.comparison_markdown(t.build_comparison(items))
+    md = rc.comparison_markdown(rc.build_comparison(items))
     _assert_markdown_is_inert(md)
-    assert "| weights | auto | auto |" in md  # the ordinary cells are as they were
+    assert "| Weights | auto (checkpoint) | auto (checkpoint) |" in md  # the ordinary cells are as they were
 
 
 def test_html_reports_escape_everything(base: Base) -> None:
@@ -174,7 +175,7 @@ def test_html_reports_escape_everything(base: Base) -> None:
     scenario = s.model_copy(update={"name": f"{SCRIPT}{quote}"})
     docs = [
         t.report_html(t.ReportData(evil, scenario, perf, accuracy=())),
-        t.comparison_html(t.build_comparison([t.CompareItem(f"{SCRIPT}{quote}", scenario, evil, perf)])),
+        rc.comparison_html(rc.build_comparison([rc.CompareItem(f"{SCRIPT}{quote}", scenario, evil, perf)])),
     ]
     for doc in docs:
         assert "<script" not in doc and 'onmouseover="' not in doc and "&lt;script&gt;" in doc
@@ -189,7 +190,7 @@ NUMBERS = ["-1.5", "-3", "+2", "1e5", "-2.5e-3", "12.5%", "0", "3.25"]
 def test_csv_cells_never_start_a_formula_but_numbers_stay_numbers() -> None:
     for cell in FORMULAS:
         assert t.csv_cell(cell) == "'" + cell.replace("\r", "\n"), cell
-    assert t._write_rows([("a\rb", "c")]) == '"a\nb",c\n'  # a CR cannot start a row: the cell is quoted
+    assert t.write_rows([("a\rb", "c")]) == '"a\nb",c\n'  # a CR cannot start a row: the cell is quoted
     for cell in NUMBERS:
         assert t.csv_cell(cell) == cell, cell
     assert t.csv_cell(-3) == -3 and t.csv_cell("plain text") == "plain text" and t.csv_cell(None) is None
@@ -209,17 +210,18 @@ def test_breakdown_and_comparison_csv_tsv_are_neutralised(base: Base) -> None:
         assert all(not c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells if not _number(c)), cells
         assert "'=cmd|' /C calc'!A0" in cells and "'-2+3" in cells
     items = [
-        t.CompareItem(FORMULAS[0], s.model_copy(update={"name": "@SUM(A1)"}), est, perf),
-        t.CompareItem("+1+1", named("-2+3", batch=2), error='=HYPERLINK("http://x")'),
+        rc.CompareItem(FORMULAS[0], s.model_copy(update={"name": "@SUM(A1)"}), est, perf),
+        rc.CompareItem("+1+1", named("-2+3", batch=2), error='=HYPERLINK("http://x")'),
     ]
-    cmp = t.build_comparison(items)
-    for text, sep in ((t.comparison_csv(cmp), ","), (t.comparison_tsv(cmp), "\t")):
+    cmp = rc.build_comparison(items)
+    for text, sep in ((rc.comparison_csv(cmp), ","), (rc.comparison_tsv(cmp), "\t")):
         cells = _cells(text, sep)
         assert all(not c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells if not _number(c)), cells
-        assert {"'=cmd|' /C calc'!A0", "'+1+1", "'@SUM(A1)", "'-2+3", '\'=HYPERLINK("http://x")'} <= set(cells)
-    rows = list(csv.reader(io.StringIO(t.comparison_csv(cmp))))
-    dev = next(r for r in rows if r[1] == "on the device (per GPU)")
-    assert int(dev[3]) == est.device_bytes  # byte counts are still integers
+        # (the columns are named by their labels: a scenario's own name is no row of its own)
+        assert {"'=cmd|' /C calc'!A0", "'+1+1", '\'=HYPERLINK("http://x")'} <= set(cells)
+    rows = list(csv.reader(io.StringIO(rc.comparison_csv(cmp))))
+    dev = next(r for r in rows if r[2] == "on the device (per GPU)")
+    assert int(dev[6]) == est.device_bytes  # byte counts are still integers
 
 
 def _number(cell: str) -> bool:
@@ -232,7 +234,7 @@ def _number(cell: str) -> bool:
 
 def test_negative_numbers_stay_numbers_in_csv() -> None:
     rows = [("a", -1.5, "-1.5", "-3", -3)]
-    assert t._write_rows(rows) == "a,-1.5,-1.5,-3,-3\n"
+    assert t.write_rows(rows) == "a,-1.5,-1.5,-3,-3\n"
 
 
 # ---------------------------------------------------------------------------------------------- credentials

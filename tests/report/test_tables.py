@@ -1,4 +1,4 @@
-"""Qt-free report writers: breakdown CSV / Markdown / HTML / JSON and the comparison table."""
+"""Qt-free report writers: breakdown CSV / Markdown / HTML / JSON (the comparison: tests/report/test_comparison.py)."""
 
 from __future__ import annotations
 
@@ -97,42 +97,6 @@ def test_report_json_round_trips(base) -> None:
     assert Scenario.model_validate(doc["scenario"]) == s
 
 
-def test_comparison_flags_differences_and_sums(base) -> None:
-    s, est, perf = base
-    other = scenario(weights="int4", batch=4)
-    est2, perf2 = estimate_and_speed(other)
-    broken = scenario(weights="no-such-format")
-    items = [
-        t.CompareItem("a", s, est, perf),
-        t.CompareItem("b", other, est2, perf2),
-        t.CompareItem("c", broken, error="bad"),
-    ]
-    cmp = t.build_comparison(items)
-    assert cmp.labels == ("a", "b", "c")
-    inputs = {r.name: r for r in cmp.section("input")}
-    assert inputs["weights"].differs and inputs["workload.batch"].differs
-    assert not inputs["model.id"].differs and not inputs["hardware.gpu"].differs
-    assert "workload.vllm.max_num_seqs" not in inputs  # options of engines not in use are left out
-    comps = {r.name: r for r in cmp.section("component")}
-    assert comps["weights"].values[0] == est.components[0].bytes and comps["weights"].values[2] is None
-    totals = {r.name: r for r in cmp.section("total")}
-    assert totals["on the device (per GPU)"].values[:2] == (est.device_bytes, est2.device_bytes)
-    assert {r.name for r in cmp.section("verdict")} >= {"GPU", "verdict", "error"}
-    assert cmp.errors == (None, None, "bad")
-
-    md = t.comparison_markdown(cmp)
-    assert "| **weights** | auto | int4 | no-such-format |" in md and "## Totals (GiB)" in md
-    rows = list(csv.reader(io.StringIO(t.comparison_csv(cmp))))
-    assert rows[0] == ["section", "name", "differs", "a", "b", "c"]
-    dev = next(r for r in rows if r[1] == "on the device (per GPU)")
-    assert [int(dev[3]), int(dev[4]), dev[5]] == [est.device_bytes, est2.device_bytes, ""]
-    doc = json.loads(t.json_text(t.comparison_json(cmp)))
-    assert doc["columns"] == ["a", "b", "c"] and len(doc["rows"]) == len(cmp.rows)
-    p = _Collect()
-    p.feed(t.comparison_html(cmp))
-    assert not p.stack and 'class="diff"' in t.comparison_html(cmp)
-
-
 def test_the_report_says_how_close_each_level_came_to_measurements(base) -> None:
     """With the rows the app ships for this kind of plan, a section lists them; an empty set says the figures are
     modelled, not checked; without the argument the section is left out."""
@@ -169,24 +133,3 @@ def test_a_plan_over_machines_names_them_and_groups_equal_gpus() -> None:
     gpu_rows = [name for name, _ in data.summary_rows() if name.startswith("GPU")]
     assert gpu_rows == ["GPU 0-31 on the device, each"]  # one row, not 32
     assert t.runs([5, 5, 7, 5]) == [(0, 1, 5), (2, 2, 7), (3, 3, 5)]
-
-
-def test_a_comparison_names_machines_and_groups_equal_gpus() -> None:
-    def item(nodes: int) -> t.CompareItem:
-        s = Scenario.model_validate(
-            {
-                "model": {"id": "meta-llama/Llama-3.1-8B"},
-                "hardware": {"gpu": "H100 SXM", "gpu_count": 8, "nodes": nodes},
-                "parallelism": {"zero": 3},
-                "workload": {"kind": "finetune", "method": "full"},
-            }
-        )
-        est, perf = estimate_and_speed(s)
-        return t.CompareItem(f"{nodes} machines", s, est, perf)
-
-    cmp = t.build_comparison([item(1), item(2)])
-    rows = {r.name: r.cells for r in cmp.rows}
-    assert rows["GPU"] == ("8 x H100 SXM", "2 machines x 8 x H100 SXM")
-    gpu_rows = [name for name in rows if name.startswith("GPU ") and "on the device" in name]
-    # GPUs 0-7 exist in both plans (different figures), 8-15 only in the second: two rows, not sixteen
-    assert gpu_rows == ["GPU 0-7 on the device, each", "GPU 8-15 on the device, each"]

@@ -20,7 +20,6 @@ from PySide6.QtSvg import QSvgRenderer
 from vramdesk import cli
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import SCHEMA_VERSION, Scenario
-from vramdesk.report.comparison import SECTION_TITLES
 from vramdesk.storage.library import Autosave, ScenarioLibrary
 from vramdesk.storage.paths import DATA_DIR_ENV
 from vramdesk.storage.scenarios import save_scenario
@@ -310,7 +309,7 @@ def test_open_a_newer_file_read_only(window: MainWindow, tmp_path: Path) -> None
 
 def test_new_strings_have_chinese_translations() -> None:
     table = i18n.table("zh_CN")
-    wanted = {e[1] for e in EXPORTS} | {e[2] for e in EXPORTS} | set(SECTION_TITLES.values())
+    wanted = {e[1] for e in EXPORTS} | {e[2] for e in EXPORTS}
     assert not sorted(s for s in wanted if s not in table)
 
 
@@ -334,12 +333,12 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def test_cli_compare_formats(files, capsys) -> None:
     a, b = files
     code, md = run_cli("compare", str(a), str(b))
-    assert code == 0 and "| **weights** | auto | int4 |" in md
+    assert code == 0 and "| **Weights** | auto (checkpoint) | int4 |" in md
     code, text = run_cli("compare", str(a), str(b), "--format", "csv")
     rows = list(csv.reader(io.StringIO(text)))
-    assert code == 0 and rows[0][3:] == ["bf16", "int4"]
-    dev = next(r for r in rows if r[1] == "on the device (per GPU)")
-    assert int(dev[3]) > int(dev[4])
+    assert code == 0 and rows[0][6:] == ["bf16", "int4"]
+    dev = next(r for r in rows if r[2] == "on the device (per GPU)")
+    assert int(dev[6]) > int(dev[7])
     code, text = run_cli("compare", str(a), str(a), "--format", "json")
     doc = json.loads(text)
     assert code == 0 and doc["columns"] == ["bf16", "bf16 (2)"]

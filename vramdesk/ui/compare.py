@@ -2,21 +2,20 @@
 
 Left: the saved configurations (:class:`vramdesk.storage.library.ScenarioLibrary`) with open, rename,
 duplicate, delete (to the library's trash), tags, import and export. Tick 2–6 of them (and, optionally,
-the window's current work) to compare: a table of inputs (differences highlighted), each component at the
-peak, the totals at each level and the verdict per GPU, and grouped stacked bars. The view follows changes:
-the library folder is watched and the current work updates with every estimate of the main window.
+the window's current work) to compare: the verdict per GPU and the totals first, then each component at the
+peak, then the inputs grouped (Model, Workload, Training, Hardware, Engine) with differences highlighted ("Only
+differences", on at first, hides the rest), and a stacked bar per plan. The plans' columns can be dragged into
+another order or removed (right-click a plan's name); the chart and every export follow. The view follows
+changes: the library folder is watched and the current work updates with every estimate of the main window.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyqtgraph as pg
-from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QFileSystemWatcher, QPoint, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -26,21 +25,17 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QMessageBox,
     QPushButton,
     QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from vramdesk.core.options import by_path
 from vramdesk.core.scenario import Scenario
 from vramdesk.report.comparison import (
-    SECTION_TITLES,
     CompareItem,
-    CompareRow,
     Comparison,
     build_comparison,
     comparison_csv,
@@ -52,30 +47,16 @@ from vramdesk.safety import check_output
 from vramdesk.storage.library import Entry, LibraryError, ScenarioLibrary
 from vramdesk.storage.scenarios import ScenarioFileError
 
-from . import theme
-from .core_text import localize, localize_name
+from .compare_chart import CompareChart
+from .compare_table import CompareTable
+from .core_text import localize
 from .i18n import tr
-from .presenter import describe_error, evaluate_scenario, unit_bytes, unit_name
+from .presenter import describe_error, evaluate_scenario, unit_name
 from .widgets import Legend
 
 MIN_ITEMS = 2
 MAX_ITEMS = 6
 CURRENT_ID = "::current"
-#: row names of the comparison the window translates (inputs show their option's label, other fields their name)
-ROW_NAMES = (
-    "peak allocated",
-    "peak reserved",
-    "on the device (per GPU)",
-    "host memory (per machine)",
-    "peak phase",
-    "GPU",
-    "verdict",
-    "decode tokens/s",
-    "training tokens/s",
-    "error",
-)
-#: sections whose cells are byte counts, shown in the window's unit (GiB or GB)
-BYTE_SECTIONS = ("component", "total")
 
 Evaluator = Callable[[Scenario], CompareItem]
 #: what an export refused because it would replace a library file says to do
@@ -90,79 +71,6 @@ def compare_item(label: str, scenario: Scenario) -> CompareItem:
     from .export import speed_of
 
     return CompareItem(label, scenario, ev.view.estimate, speed_of(ev.view, scenario))
-
-
-class CompareChart(pg.PlotWidget):  # type: ignore[misc]
-    """One stacked bar per configuration (components at the peak), the GPU's memory as a tick above each."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, background=theme.current().background)
-        item = self.getPlotItem()
-        item.setMenuEnabled(False)
-        item.hideButtons()
-        item.setMouseEnabled(x=False, y=False)
-        self.setLabel("left", unit_name())
-        self.setMinimumHeight(200)
-        #: component name -> GiB per column (what is drawn, in stacking order)
-        self.stacks: dict[str, list[float]] = {}
-        #: component name -> colour (the legend's entries)
-        self.colors: dict[str, str] = {}
-        self._items: list[pg.GraphicsObject] = []
-
-    def show_items(self, items: Sequence[CompareItem]) -> None:
-        for it in self._items:
-            self.removeItem(it)
-        self._items = []
-        cats: dict[str, str] = {}
-        for i in items:
-            if i.est is not None:
-                for c in i.est.components:
-                    cats.setdefault(c.name, c.category)
-        colors = theme.component_colors(list(cats.items()))
-        self.colors = colors
-        unit = unit_bytes()
-        if self.getPlotItem().getAxis("left").labelText != unit_name():
-            self.setLabel("left", unit_name())
-        self.stacks = {
-            n: [
-                next((c.bytes for c in i.est.components if c.name == n), 0) / unit if i.est is not None else 0.0
-                for i in items
-            ]
-            for n in cats
-        }
-        xs = list(range(len(items)))
-        bottoms = [0.0] * len(items)
-        for name, heights in self.stacks.items():
-            bar = pg.BarGraphItem(
-                x=xs, height=heights, y0=list(bottoms), width=0.6, brush=QColor(colors[name]), pen=pg.mkPen(None)
-            )
-            bar.setToolTip(localize_name(name))
-            self.addItem(bar)
-            self._items.append(bar)
-            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
-        top = max(bottoms, default=1.0)
-        for x, i in enumerate(items):
-            est = i.est
-            if est is None:
-                continue
-            verdict = est.fit.verdict if est.fit else None
-            color = theme.VERDICT_COLORS.get(verdict, theme.VERDICT_COLORS[None])
-            label = pg.TextItem(f"{est.device_bytes / unit:.2f}", color=color, anchor=(0.5, 1.0))
-            label.setPos(x, bottoms[x])
-            self.addItem(label)
-            self._items.append(label)
-            if est.fit is not None:
-                mem = est.fit.memory_bytes / unit
-                top = max(top, mem)
-                line = pg.PlotDataItem(
-                    [x - 0.38, x + 0.38],
-                    [mem, mem],
-                    pen=pg.mkPen(theme.ERROR_COLOR, width=2, style=Qt.PenStyle.DashLine),
-                )
-                self.addItem(line)
-                self._items.append(line)
-        self.getPlotItem().getAxis("bottom").setTicks([[(x, i.label[:24]) for x, i in enumerate(items)]])
-        self.setRange(xRange=(-0.6, max(0, len(items) - 1) + 0.6), yRange=(0, top * 1.12 or 1), padding=0)
 
 
 class LibraryWindow(QWidget):
@@ -191,6 +99,12 @@ class LibraryWindow(QWidget):
         self.entries: list[Entry] = []
         self.items: list[CompareItem] = []
         self.comparison: Comparison | None = None
+        #: the key (entry id or CURRENT_ID) of each column of the comparison
+        self.keys: list[str] = []
+        #: the order the user dragged the columns into (keys; plans not in it follow in the list's order)
+        self.order: list[str] = []
+        #: key -> (label, scenario, its column): what is estimated already
+        self._estimated: dict[str, tuple[str, Scenario, CompareItem]] = {}
         self.history_dialog: Any = None
 
         self.list = QListWidget(self)
@@ -237,12 +151,14 @@ class LibraryWindow(QWidget):
 
         self.status = QLabel("", self)
         self.status.setWordWrap(True)
-        self.table = QTableWidget(self)
+        self.table = CompareTable(self)
         self.table.setAccessibleName(tr("Comparison"))
-        self.table.setTabKeyNavigation(False)  # Tab moves on to the next field; the arrows move in the table
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
-        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.horizontalHeader().sectionMoved.connect(lambda _logical, _old, _new: self._columns_moved())
+        self.table.horizontalHeader().customContextMenuRequested.connect(self._header_menu_at)
+        self.only_differences = QCheckBox(tr("Only differences"), self)
+        self.only_differences.setToolTip(tr("Hide the inputs and components on which every plan agrees"))
+        self.only_differences.setChecked(True)
+        self.only_differences.toggled.connect(self.table.set_only_differences)
         self.chart = CompareChart(self)
         self.chart.setAccessibleName(tr("Comparison chart"))
         self.legend = Legend(self)
@@ -254,6 +170,7 @@ class LibraryWindow(QWidget):
         save.clicked.connect(lambda _c=False: self.export_dialog())
         actions = QHBoxLayout()
         actions.addWidget(self.status, 1)
+        actions.addWidget(self.only_differences)
         for b in (copy_md, copy_tsv, save):
             actions.addWidget(b)
         right = QWidget(self)
@@ -465,26 +382,35 @@ class LibraryWindow(QWidget):
         if self.include_current.isChecked():
             self._schedule()
 
-    def chosen(self) -> list[tuple[str, Scenario]]:
-        out: list[tuple[str, Scenario]] = []
+    def chosen(self) -> list[tuple[str, str, Scenario]]:
+        """(key, name, scenario) of each plan to compare, in the order the user set."""
+        out: list[tuple[str, str, Scenario]] = []
         if self._current is not None and self.include_current.isChecked():
             sc = self._current()
             if sc is not None:
-                out.append((tr("Current work"), sc))
+                out.append((CURRENT_ID, tr("Current work"), sc))
         by_id = {e.id: e for e in self.entries}
-        out += [(by_id[i].name, by_id[i].scenario) for i in self.checked_ids() if i in by_id]
-        return out
+        out += [(i, by_id[i].name, by_id[i].scenario) for i in self.checked_ids() if i in by_id]
+        rank = {key: n for n, key in enumerate(self.order)}
+        return sorted(out, key=lambda c: rank.get(c[0], len(rank)))  # (stable: the rest in the list's order)
+
+    def _item(self, key: str, label: str, scenario: Scenario) -> CompareItem:
+        """The column of a plan, estimated again only when it changed."""
+        known = self._estimated.get(key)
+        if known is not None and known[0] == label and known[1] == scenario:
+            return known[2]
+        item = self._evaluate(label, scenario)
+        self._estimated[key] = (label, scenario, item)
+        return item
 
     def update_comparison(self) -> None:
         self._timer.stop()
         chosen = self.chosen()
         if len(chosen) < MIN_ITEMS:
             self.status.setText(tr("Tick 2 to 6 configurations to compare them"))
-            self.items = []
+            self.items, self.keys = [], []
             self.comparison = None
-            self.table.clear()
-            self.table.setRowCount(0)
-            self.table.setColumnCount(0)
+            self.table.show_comparison(None)
             self.chart.show_items([])
             self.legend.set_entries([])
             return
@@ -493,48 +419,48 @@ class LibraryWindow(QWidget):
             chosen = chosen[:MAX_ITEMS]
         else:
             self.status.setText("")
-        labels = _unique([label for label, _ in chosen])
-        self.items = [self._evaluate(label, sc) for label, (_, sc) in zip(labels, chosen, strict=True)]
+        labels = _unique([label for _, label, _ in chosen])
+        self.keys = [key for key, _, _ in chosen]
+        self.items = [self._item(key, label, sc) for label, (key, _, sc) in zip(labels, chosen, strict=True)]
+        self._estimated = {k: v for k, v in self._estimated.items() if k in self.keys}
         self.comparison = build_comparison(self.items)
-        self._fill_table(self.comparison)
+        self.table.show_comparison(self.comparison)
         self.chart.show_items(self.items)
-        self.legend.set_entries([(localize_name(n), c) for n, c in self.chart.colors.items()])
+        self.legend.set_entries(self.chart.legend_entries())
 
-    def _fill_table(self, cmp: Comparison) -> None:
-        p = theme.current()
-        diff = QBrush(QColor(theme.mix(theme.VERDICT_COLORS["tight"], p.background, 0.75)))
-        section_bg = QBrush(QColor(theme.mix(p.text, p.background, 0.92)))
-        rows: list[tuple[str, str | None, list[str], bool]] = []
-        for section, title in SECTION_TITLES.items():
-            part = cmp.section(section)
-            if not part:
-                continue
-            rows.append((tr(title).replace("GiB", unit_name()), None, [], False))
-            rows += [(_row_name(r.name, section), section, _cells(r), r.differs) for r in part]
-        self.table.clear()
-        self.table.setColumnCount(1 + len(cmp.labels))
-        self.table.setHorizontalHeaderLabels(["", *cmp.labels])
-        self.table.setRowCount(len(rows))
-        for row, (name, kind, cells, differs) in enumerate(rows):
-            head = QTableWidgetItem(name)
-            if kind is None:
-                font = head.font()
-                font.setBold(True)
-                head.setFont(font)
-                head.setBackground(section_bg)
-            self.table.setItem(row, 0, head)
-            for col, text in enumerate(cells, 1):
-                item = QTableWidgetItem(text)
-                if kind in ("component", "total", "speed"):
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if differs and kind in ("input", "verdict"):
-                    item.setBackground(diff)
-                if kind == "verdict" and text in theme.VERDICT_COLORS:
-                    item.setForeground(QBrush(QColor(theme.VERDICT_COLORS[text])))
-                    item.setText(localize_name(text))
-                self.table.setItem(row, col, item)
-        self.table.resizeColumnsToContents()
+    # ------------------------------------------------------------------ the columns
+    def _columns_moved(self) -> None:
+        """The user dragged a plan's column: the comparison, the chart and the exports take its order."""
+        order = [self.keys[c] for c in self.table.column_order() if 0 <= c < len(self.keys)]
+        if order != self.keys:
+            self.order = order
+            self._schedule()
 
+    def remove_column(self, column: int) -> None:
+        """Take plan ``column`` (0 = the first plan, as the comparison has them) out of the comparison: its tick
+        goes (or "Include the current work")."""
+        if not 0 <= column < len(self.keys):
+            return
+        key = self.keys[column]
+        if key == CURRENT_ID:
+            self.include_current.setChecked(False)
+            return
+        self.set_checked([i for i in self.checked_ids() if i != key])
+
+    def header_menu(self, column: int) -> QMenu:
+        """The menu of plan ``column``'s header."""
+        menu = QMenu(self)
+        name = self.comparison.labels[column] if self.comparison and column < len(self.comparison.labels) else ""
+        action = menu.addAction(tr("Remove from comparison") + (f": {name}" if name else ""))
+        action.triggered.connect(lambda _c=False, column=column: self.remove_column(column))
+        return menu
+
+    def _header_menu_at(self, pos: QPoint) -> None:
+        column = self.table.horizontalHeader().logicalIndexAt(pos) - 1
+        if 0 <= column < len(self.keys):
+            self.header_menu(column).exec(self.table.horizontalHeader().mapToGlobal(pos))
+
+    # ------------------------------------------------------------------ copies and exports
     def highlighted_cells(self) -> list[tuple[int, int]]:
         """(row, column) of the cells shown highlighted as differences (for tests)."""
         out = []
@@ -546,18 +472,19 @@ class LibraryWindow(QWidget):
         return out
 
     def table_text(self, fmt: str) -> str:
+        """The comparison as the window shows it (columns in their order, the unit, only the differences when
+        that is on) in ``fmt``: md, tsv, csv or html."""
         if self.comparison is None:
             return ""
+        cmp, unit, diff = self.comparison, unit_name(), self.only_differences.isChecked()
         if fmt == "md":
-            return comparison_markdown(self.comparison)
+            return comparison_markdown(cmp, unit, diff)
         if fmt == "tsv":
-            return comparison_tsv(self.comparison)  # quoted cells, no formulas a spreadsheet would run
+            return comparison_tsv(cmp, unit, diff)  # quoted cells, no formulas a spreadsheet would run
         if fmt == "csv":
-            return comparison_csv(self.comparison)
+            return comparison_csv(cmp, diff)
         if fmt == "html":
-            from .export import image_data_uri, render_image
-
-            return comparison_html(self.comparison, image_data_uri(render_image(self.chart)))
+            return comparison_html(cmp, unit=unit, only_differences=diff)
         raise ValueError(f"unknown format {fmt!r}")
 
     def copy_table(self, fmt: str) -> None:
@@ -571,9 +498,8 @@ class LibraryWindow(QWidget):
     def export_dialog(self) -> None:
         if self.comparison is None:
             return
-        name, _ = QFileDialog.getSaveFileName(
-            self, tr("Export comparison"), "comparison.md", tr("Markdown, CSV, HTML or PNG (*.md *.csv *.html *.png)")
-        )
+        formats = tr("PNG, SVG, PDF, HTML, Markdown, CSV or JSON (*.png *.svg *.pdf *.html *.md *.csv *.json)")
+        name, _ = QFileDialog.getSaveFileName(self, tr("Export comparison"), "comparison.png", formats)
         if not name:
             return
         try:
@@ -582,51 +508,22 @@ class LibraryWindow(QWidget):
             QMessageBox.warning(self, "vramdesk", localize(describe_error(err)))
 
     def export(self, path: Path) -> Path:
-        """Write the comparison to ``path`` (its suffix says the format); never over a library configuration,
-        the files the comparison was made from."""
-        from vramdesk.fsutil import atomic_write_text
+        """Write the comparison as shown to ``path`` (its suffix says the format: png, svg, pdf, html, md, csv or
+        json); never over a library configuration, the files the comparison was made from."""
+        from .compare_export import export_comparison
 
-        from .export import export_png
-
-        check_output(path, [e.path for e in self.entries], what="a configuration in the library", advice=_OTHER)
-        suffix = path.suffix.lower().lstrip(".")
-        if suffix == "png":
-            return export_png(self.chart, path)
-        atomic_write_text(path, self.table_text({"markdown": "md", "htm": "html"}.get(suffix, suffix)))
-        return path
-
-
-def _row_name(name: str, section: str) -> str:
-    """A row's title in the window's language (component names, the fixed rows, "GPU 1 on the device")."""
-    if section == "component":
-        return localize_name(name)
-    opt = by_path().get(name) if section == "input" else None
-    if opt is not None:  # an option: its label from the option table, without the keyboard-shortcut mark
-        return re.sub(r"\(&\w\)|&(?=\w)", "", tr(opt.label)).strip()
-    if name in ROW_NAMES:
-        return tr(name)
-    m = re.fullmatch(r"GPU (\d+(?:-\d+)?) on the device(, each)?", name)
-    if m is None:
-        return name
-    name = f"GPU {m.group(1)} {tr('on the device')}"
-    return tr("{gpus} (each)").format(gpus=name) if m.group(2) else name
-
-
-def _cells(row: CompareRow) -> list[str]:
-    """A row's cells as the window shows them: bytes in the window's unit, phases and errors translated."""
-    if row.section == "verdict" and row.name == "verdict":
-        return list(row.cells)  # the table colours them by verdict, then shows them translated
-    if row.section in BYTE_SECTIONS or row.name.endswith(" on the device"):
-        return [
-            f"{v / unit_bytes():.2f}" if isinstance(v, int) and not isinstance(v, bool) else _text(cell)
-            for v, cell in zip(row.values, row.cells, strict=True)
-        ]
-    return [_text(c) for c in row.cells]
-
-
-def _text(cell: str) -> str:
-    translated = localize_name(cell)
-    return translated if translated != cell else localize(cell)
+        if self.comparison is None:
+            raise ValueError("nothing to export: tick 2 to 6 configurations to compare them")
+        return export_comparison(
+            self.comparison,
+            self.items,
+            path,
+            unit=unit_name(),
+            only_differences=self.only_differences.isChecked(),
+            inputs=[e.path for e in self.entries],
+            what="a configuration in the library",
+            advice=_OTHER,
+        )
 
 
 def _unique(labels: list[str]) -> list[str]:
