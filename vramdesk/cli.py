@@ -519,13 +519,22 @@ def _solve(ns: argparse.Namespace, out: TextIO) -> int:
                 ch = smallest_changes(scenario, facts, gpu, max_gpus=ns.max_gpus or 8, allow_tight=ns.allow_tight)
                 doc.update(ch.model_dump(mode="json"))
                 lines.append(f"now: {ch.current_verdict} on {scenario.hardware.gpu_count} x {gpu.name}")
+                group = None
                 for o in ch.options:
-                    speed = f"{o.tokens_per_s:9.1f} tok/s" if o.tokens_per_s else " " * 15
+                    if (o.more_gpus > 0) is not group:
+                        group = o.more_gpus > 0
+                        lines.append(
+                            "with more GPUs:" if group else f"on your {scenario.hardware.gpu_count} x {gpu.name}:"
+                        )
+                    speed = f"{o.tokens_per_s:9.1f} tok/s" if o.tokens_per_s else "speed unknown  "
                     lines.append(
                         f"  cost {o.cost:5.1f}  {o.verdict:<5} {o.device_bytes / GIB:7.2f} GiB {speed}  {o.summary}"
                     )
-                if not ch.options:
+                if not ch.options and ch.current_verdict in (("fits", "tight") if ns.allow_tight else ("fits",)):
+                    lines.append("  it fits as it is: no change needed")
+                elif not ch.options:
                     lines.append("  no change found that fits (up to three edits, or more GPUs up to --max-gpus)")
+                lines.append(f"ranking: {ch.ranking}")
                 lines.append(f"({ch.tried} configurations estimated; {ch.rule})")
     except (*ERRORS, SolveError, PerformanceError) as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)

@@ -19,6 +19,7 @@ from vramdesk.core import performance as performance_module
 from vramdesk.core import solve as solve_module
 from vramdesk.core import solve_changes as changes_module
 from vramdesk.core import solve_gpus as gpus_module
+from vramdesk.core import solve_same_gpu as same_gpu_module
 from vramdesk.core.advice import advise
 from vramdesk.core.estimate import estimate, resolve_format
 from vramdesk.core.facts import ModelFacts
@@ -35,7 +36,7 @@ from vramdesk.ui.core_text import localize, message_table
 LANG = "zh_CN"
 CAT = default_catalog()
 PREFIXES = ("solve.", "changes.", "gpus.", "speed.", "advice.")
-MODULES = (solve_module, gpus_module, changes_module, performance_module, advice_module)
+MODULES = (solve_module, gpus_module, changes_module, same_gpu_module, performance_module, advice_module)
 Q06, Q4, Q8 = "Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B"
 L8, L70 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
 NEXT = "Qwen/Qwen3-Next-80B-A3B-Thinking"
@@ -161,14 +162,21 @@ def _change_texts() -> Iterator[str]:
         solved = _solved_change(field, s, s, *_for(s), False)
         assert solved is not None, field
         yield solved[1].description
-    # the options: a summary joins its changes, more GPUs among them; the cost rule
-    for s in (S(L70, "RTX 4090", kind="inference"), S(L8, "RTX 4090", kind="finetune", method="full")):
-        res = smallest_changes(s, *_for(s), limit=6)
+    # the options: a summary joins its changes, more GPUs among them, an engine switch with its reason, the
+    # device_map spill; the cost rule and the ranking (a MoE whose 4-bit GGUF fits whole: all layers on the GPU)
+    for s in (
+        S(L70, "RTX 4090", kind="inference"),
+        S("Qwen/Qwen3-30B-A3B", "RTX 4090", kind="inference"),
+        S(L8, "RTX 4090", kind="finetune", method="full"),
+    ):
+        res = smallest_changes(s, *_for(s), limit=10)
         assert res.options
         yield res.rule
+        yield res.ranking
         for option in res.options:
             yield option.summary
             yield from (c.description for c in option.changes)
+            yield from (c.reason for c in option.changes)
 
 
 def _checkpoint_facts(model: str) -> ModelFacts:

@@ -191,8 +191,12 @@ def test_non_fitting_configs_get_a_change_that_fits() -> None:
         res = smallest_changes(s, cat.facts(s.model.id), cat.gpu(s.hardware.gpu or ""))
         assert res.current_verdict == "does not fit"
         assert res.options, s
-        costs = [o.cost for o in res.options]
-        assert costs == sorted(costs)
+        # the options on the plan's GPUs first, then those that add GPUs; each group cheapest first
+        tiers = [o.more_gpus > 0 for o in res.options]
+        assert tiers == sorted(tiers)
+        for tier in (False, True):
+            costs = [o.cost for o in res.options if (o.more_gpus > 0) is tier]
+            assert costs == sorted(costs)
         for o in res.options:
             assert verdict(Scenario.model_validate(o.scenario)) == "fits"
             assert o.summary and o.changes
@@ -286,8 +290,9 @@ def test_changes_combine_with_a_solver_when_one_edit_is_not_enough() -> None:
     s = scen("Qwen/Qwen3-32B", "RTX 4090", engine="vllm")
     res = smallest_changes(s, cat.facts(s.model.id), cat.gpu("RTX 4090"), max_gpus=1)
     assert res.options, "no single GPU option found"
-    assert all(len(o.changes) >= 2 for o in res.options)  # 4-bit weights alone do not leave room for the pool
-    assert any(c.key == "weights=awq-int4" for o in res.options for c in o.changes)
+    in_vllm = [o for o in res.options if Scenario.model_validate(o.scenario).workload.engine == "vllm"]
+    assert in_vllm and all(len(o.changes) >= 2 for o in in_vllm)  # 4-bit weights alone leave no room for the pool
+    assert any(c.key == "weights=awq-int4" for o in in_vllm for c in o.changes)
     for o in res.options:
         assert verdict(Scenario.model_validate(o.scenario)) == "fits"
         assert o.tokens_per_s is not None and o.tokens_per_s > 0

@@ -25,6 +25,7 @@ from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.ui import i18n, presenter, theme
 from vramdesk.ui.advice_view import (
     MAX_CHANGES,
+    MORE_GPU_PLACES,
     Advice,
     apply_label,
     change_button,
@@ -168,7 +169,16 @@ def test_changes_that_make_a_plan_fit() -> None:
     assert advice.changes is not None and advice.changes.options
     panel = changes_panel(advice.changes, "does not fit")
     assert panel.visible and panel.caption == "Smallest changes that make it fit (click one to apply it):"
-    assert panel.options == advice.changes.options[:MAX_CHANGES] and len(panel.buttons) == len(panel.options)
+    # the first changes on the plan's GPU, then (a place kept for them) the first with more GPUs, each group headed
+    same = [o for o in advice.changes.options if not o.more_gpus]
+    more = [o for o in advice.changes.options if o.more_gpus]
+    assert len(same) >= MAX_CHANGES and more
+    n_same = MAX_CHANGES - min(len(more), MORE_GPU_PLACES)
+    assert panel.options == (*same[:n_same], *more[: MAX_CHANGES - n_same])
+    assert len(panel.buttons) == len(panel.options) == MAX_CHANGES
+    headings = [b.heading for b in panel.buttons]
+    assert headings == ["On this GPU", *[""] * (n_same - 1), "With more GPUs", *[""] * (MAX_CHANGES - n_same - 1)]
+    assert panel.rule == advice.changes.ranking and panel.rule_tooltip == advice.changes.rule
     o = panel.options[0]
     speed = f", {o.tokens_per_s:,.1f} tokens/s" if o.tokens_per_s else ""
     title = presenter.VERDICT_TITLES[o.verdict]

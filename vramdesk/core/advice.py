@@ -16,7 +16,7 @@ from .performance import Efficiency, PerformanceError, performance
 from .scenario import Scenario
 from .solve_gpus import minimize_gpus
 
-SortKey = Literal["gpus", "total_memory", "decode", "prefill", "train", "step_time", "name", "spare"]
+SortKey = Literal["gpus", "total_memory", "decode", "prefill", "train", "step_time", "name", "spare", "device"]
 
 
 class GpuAdvice(BaseModel):
@@ -50,14 +50,18 @@ def advise(
     max_gpus: int = 8,
     allow_tight: bool = False,
     efficiency: Efficiency | None = None,
+    headroom_fraction: float | None = None,
 ) -> list[GpuAdvice]:
     """One row per GPU type: the fewest of it that fit ``scenario`` and the expected speed there.
 
     Fitting rows come first (fewest GPUs, then the fastest); GPUs that do not fit even ``max_gpus`` times
-    are kept at the end with their shortfall on one GPU."""
+    are kept at the end with their shortfall on one GPU. ``headroom_fraction``: the verdicts' headroom (None: the
+    estimator's)."""
     rows: list[GpuAdvice] = []
     for gpu in gpus:
-        res = minimize_gpus(scenario, facts, gpu, max_gpus=max_gpus, allow_tight=allow_tight)
+        res = minimize_gpus(
+            scenario, facts, gpu, max_gpus=max_gpus, allow_tight=allow_tight, headroom_fraction=headroom_fraction
+        )
         if res.gpus is None or res.scenario is None:
             try:
                 one = estimate(
@@ -70,6 +74,7 @@ def advise(
                     ),
                     facts,
                     gpu,
+                    headroom_fraction=headroom_fraction,
                 )
                 dev: int | None = one.device_bytes
             except (EstimateError, ValueError):
@@ -90,7 +95,7 @@ def advise(
             continue
         solved = Scenario.model_validate(res.scenario)
         solved = solved.model_copy(update={"hardware": solved.hardware.model_copy(update={"gpu": gpu.name})})
-        est = estimate(solved, facts, gpu)
+        est = estimate(solved, facts, gpu, headroom_fraction=headroom_fraction)
         fit = est.fit
         row: dict[str, Any] = dict(
             gpu=gpu.name,
@@ -142,6 +147,7 @@ def sort_rows(rows: Sequence[GpuAdvice], key: SortKey = "gpus", *, descending: b
                 "train": r.train_tokens_per_s,
                 "step_time": r.step_time_s,
                 "spare": r.spare_bytes,
+                "device": r.device_bytes,
             }[key]
         if r.gpus is None or value is None:
             return (1.0, 0.0, 0.0, r.gpu.lower())

@@ -342,6 +342,9 @@ class Change(_Frozen):
     quality_cost: float
     #: 0 = none ... 10 = severe; stated per kind in SPEED_COST
     speed_cost: float
+    #: why the change works, where that is not plain from its description (an engine switch says what the other
+    #: engine does differently); "" for most
+    reason: MessageText = ""
 
 
 class Option(_Frozen):
@@ -354,6 +357,10 @@ class Option(_Frozen):
     #: expected speed with this change (decode tokens/s per sequence, or training tokens/s); None when the GPU
     #: lacks the figures
     tokens_per_s: float | None = None
+    #: GPUs the option adds to the plan's (0: it runs on the GPUs the plan has; see RANK_RULE)
+    more_gpus: int = 0
+    #: CPU memory the option needs (offloaded layers, spilled weights); None when not estimated
+    host_bytes: int | None = None
 
 
 class ChangesResult(_Frozen):
@@ -361,8 +368,17 @@ class ChangesResult(_Frozen):
     options: tuple[Option, ...]
     tried: int
     rule: MessageText
+    #: how the options are ordered, in one sentence (:data:`RANK_RULE`)
+    ranking: MessageText = ""
 
 
+#: the order of the changes: the options on the user's own GPUs come before any that needs more of them, whatever
+#: their cost (a change the user can make today beats a purchase), and the cost ranks inside each group
+RANK_RULE = Message(
+    "changes.rank_rule",
+    "Changes that keep your GPUs come first, cheapest first (cost = quality + speed); changes that add GPUs "
+    "follow, each added GPU costing 2.",
+)()
 #: how each kind of change is scored (quality 0-10, speed 0-10); the ranking cost is their sum, and a pair
 #: costs the sum of its parts
 COST_RULE = Message(
@@ -372,8 +388,10 @@ COST_RULE = Message(
     "speed 3 (the forward runs twice); 8-bit optimizer quality 1; full -> LoRA quality 3; LoRA -> QLoRA quality 2 "
     "+ speed 3; vLLM gpu_memory_utilization 0.95 or max_num_batched_tokens 2048 speed 1, --enforce-eager speed 3; "
     "optimizer offload speed 5; parameter offload speed 8; expandable_segments 0; chunked cross-entropy speed 1; "
-    "FSDP2 for LoRA 0; ZeRO-2 speed 1, ZeRO-3 or FSDP full shard speed 2; llama.cpp CPU layers speed 2-9 by the "
-    "share on the CPU; shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x the "
+    "FSDP2 for LoRA 0; ZeRO-2 speed 1, ZeRO-3 or FSDP full shard speed 2; switching to llama.cpp (a GGUF "
+    "quant) 1 + the quant's quality; llama.cpp CPU layers or device_map weights in CPU memory speed 2 + 3 x log2 "
+    "of the slowdown the speed model predicts, at most 20 (2 + 7 x the share on the CPU without speed figures); "
+    "shorter context / sequence quality 2 + 6 x the share cut; smaller batch speed 1 + 6 x the "
     "share cut; n more GPUs cost 2 x n (money)",
 )()
 
@@ -381,6 +399,7 @@ COST_RULE = Message(
 __all__ = [
     "COST_RULE",
     "FIELDS",
+    "RANK_RULE",
     "Change",
     "ChangesResult",
     "Option",

@@ -2,8 +2,10 @@
 
 * the candidates: lighter weights and KV dtypes, engine settings, checkpointing, sharding, offload, LoRA /
   QLoRA, and solver-backed cuts (the longest context or largest batch that then fits);
-* :func:`smallest_changes`: single and pairwise changes to a configuration (three when no one or two do), then
-  more GPUs alone or with one edit, ranked by a stated quality and speed cost (:data:`~vramdesk.core.solve.COST_RULE`).
+* :func:`smallest_changes`: single and pairwise changes to a configuration (three when no one or two do), the
+  ways to run it with part of the model in CPU memory (:mod:`vramdesk.core.solve_same_gpu`), then more GPUs alone
+  or with one edit: those on the plan's own GPUs first, each group ranked by a stated quality and speed cost
+  (:data:`~vramdesk.core.solve.RANK_RULE`, :data:`~vramdesk.core.solve.COST_RULE`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ from .estimate import EstimateError, resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec, hardware_text
 from .messages import Message, Text, free, join
-from .performance import PerformanceError, performance
-from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from .solve import (
     COST_RULE,
+    RANK_RULE,
     Change,
     ChangesResult,
     Option,
@@ -34,11 +35,11 @@ from .solve import (
     with_work,
 )
 from .solve_gpus import GPUS_PER_MACHINE, MAX_MACHINES, minimize_gpus
+from .solve_same_gpu import GPU_LAYERS, SameGpu, cpu_options, cpu_speed_cost, option_speed
 
 # the changes, as a list of them names each (``Change.description``; an option's summary joins them with " + ")
 INPUT_LEN = Message("changes.input_len", "input length {current:,} -> {value:,}")
 BATCH = Message("changes.batch", "batch {current} -> {value}")
-GPU_LAYERS = Message("changes.n_gpu_layers", "offload: {value} of {total} layers on the GPU, the rest on the CPU")
 SEQ_LEN = Message("changes.seq_len", "sequence length {current:,} -> {value:,}")
 MICRO_BATCH = Message(
     "changes.micro_batch", "micro-batch {current} -> {value}, grad_accum {grad_accum} (same tokens per step)"
@@ -112,12 +113,12 @@ def _solved_change(
         total = facts.arch.n_layers + 1
         if v >= total:
             return None
-        share = 1 - v / total
+        # (the speed model's slowdown replaces this once the option is estimated: _Trials.attempt)
         ch = Change(
             key="n_gpu_layers",
             description=GPU_LAYERS(value=v, total=total),
             quality_cost=0,
-            speed_cost=2 + 7 * share,
+            speed_cost=cpu_speed_cost(1 - v / total, None, None),
         )
         return with_data(scenario, lambda d: d["workload"].setdefault("llamacpp", {}).update(n_gpu_layers=v)), ch
     assert isinstance(work, FinetuneWorkload)
@@ -402,14 +403,6 @@ def _qlora(s: Scenario) -> Scenario:
     return with_work(s, method="qlora", precision=prec)
 
 
-def _speed(est: Estimate, scenario: Scenario, facts: ModelFacts, gpu: GpuSpec) -> float | None:
-    try:
-        perf = performance(est, scenario, facts, gpu)
-    except PerformanceError:
-        return None
-    return perf.decode_tokens_per_s if perf.decode_tokens_per_s is not None else perf.train_tokens_per_s
-
-
 @dataclass
 class _Trials:
     """The scenario :func:`smallest_changes` works on, and how many estimates it has run (``tried``)."""
@@ -418,6 +411,8 @@ class _Trials:
     facts: ModelFacts
     gpu: GpuSpec
     allow_tight: bool
+    #: the speed of the plan as asked (the reference of the CPU layers' slowdown); None without figures
+    base_tokens_per_s: float | None = None
     tried: int = 0
 
     def attempt(self, chosen: Sequence[_Cand]) -> Option | None:
@@ -444,6 +439,15 @@ class _Trials:
         p, est = probe(s, facts, gpu)
         if p.verdict not in accepted or p.device_bytes is None or p.verdict is None or est is None:
             return None
+        speed = option_speed(est, s, facts, gpu)
+        info = est.engine
+        if info.gpu_layers is not None and info.total_layers:
+            # llama.cpp's layers on the CPU: their speed cost is the speed model's slowdown (see cpu_speed_cost)
+            share = 1 - info.gpu_layers / info.total_layers
+            cost = cpu_speed_cost(share, speed, self.base_tokens_per_s)
+            changes_list = [
+                c.model_copy(update={"speed_cost": cost}) if c.key == "n_gpu_layers" else c for c in changes_list
+            ]
         changes = tuple(changes_list)
         cost = sum(c.quality_cost + c.speed_cost for c in changes)
         return Option(
@@ -453,7 +457,8 @@ class _Trials:
             cost=round(cost, 2),
             scenario=s.model_dump(mode="json"),
             summary=join(" + ", *(c.description for c in changes)),
-            tokens_per_s=_speed(est, s, facts, gpu),
+            tokens_per_s=speed,
+            host_bytes=est.host_bytes,
         )
 
 
@@ -532,7 +537,9 @@ def _gpu_options(trials: _Trials, cands: list[_Cand], singles_ok: set[str], max_
                     cost=round(2.0 * extra + sum(c.quality_cost + c.speed_cost for c in changes), 2),
                     scenario=g.scenario,
                     summary=join(" + ", *(c.description for c in changes)),
-                    tokens_per_s=_speed(est_g, solved, facts, gpu) if est_g is not None else None,
+                    tokens_per_s=option_speed(est_g, solved, facts, gpu) if est_g is not None else None,
+                    more_gpus=extra,
+                    host_bytes=est_g.host_bytes if est_g is not None else None,
                 )
             )
     return options
@@ -558,23 +565,49 @@ def smallest_changes(
     max_gpus: int = 8,
     limit: int = 10,
 ) -> ChangesResult:
-    """Single and pairwise changes that make ``scenario`` fit, cheapest first (see :data:`COST_RULE`).
+    """Single and pairwise changes that make ``scenario`` fit: those on the plan's own GPUs first, cheapest first,
+    then those that add GPUs (see :data:`RANK_RULE` and :data:`COST_RULE`; :func:`_ranked` keeps a few of each).
 
     A pair is listed only when neither of its changes fits alone; three changes are tried only when no single
-    change or pair fits. Every option was estimated."""
-    base, _ = probe(scenario, facts, gpu)
+    change or pair fits. Every option was estimated. A plan that fits as it is gets none."""
+    base, base_est = probe(scenario, facts, gpu)
+    if base.verdict in _accepted(allow_tight):
+        # it fits as it is: nothing to change
+        return ChangesResult(current_verdict=base.verdict, options=(), tried=1, rule=COST_RULE, ranking=RANK_RULE)
+    base_speed = option_speed(base_est, scenario, facts, gpu) if base_est is not None else None
     work = scenario.workload
     if isinstance(work, InferenceWorkload):
         cands = _inference_candidates(scenario, work, facts, gpu, allow_tight)
     else:
         cands = _training_candidates(scenario, work, facts, gpu)
-    trials = _Trials(scenario, facts, gpu, allow_tight)
+    trials = _Trials(scenario, facts, gpu, allow_tight, base_speed)
     options, singles_ok = _edit_options(trials, cands)
+    bits = _current_bits(scenario, facts) if isinstance(work, InferenceWorkload) else 0.0
+    same = SameGpu(scenario, facts, gpu, allow_tight, base_speed, bits)
+    options += cpu_options(same)
     options += _gpu_options(trials, cands, singles_ok, max_gpus)
-    options.sort(key=lambda o: (o.cost, len(o.changes), o.device_bytes))
     return ChangesResult(
-        current_verdict=base.verdict, options=tuple(options[:limit]), tried=trials.tried, rule=COST_RULE
+        current_verdict=base.verdict,
+        options=_ranked(options, limit),
+        tried=trials.tried + same.tried,
+        rule=COST_RULE,
+        ranking=RANK_RULE,
     )
+
+
+#: the options with more GPUs a cut list keeps beside those on the plan's GPUs (so that "what it would take"
+#: stays in view however many same-GPU options there are), at most half the list
+MORE_GPUS_KEPT = 2
+
+
+def _ranked(options: list[Option], limit: int) -> tuple[Option, ...]:
+    """The first ``limit`` options by :data:`RANK_RULE`: on the plan's GPUs first, then more GPUs, each by cost
+    (then fewer changes, less memory); up to :data:`MORE_GPUS_KEPT` of the more-GPU ones stay in a cut list."""
+    order = sorted(options, key=lambda o: (o.more_gpus > 0, o.cost, len(o.changes), o.device_bytes))
+    same = [o for o in order if not o.more_gpus]
+    more = [o for o in order if o.more_gpus]
+    n_more = min(len(more), limit, max(limit - len(same), min(MORE_GPUS_KEPT, limit // 2)))
+    return tuple(same[: limit - n_more] + more[:n_more])
 
 
 __all__ = ["smallest_changes"]

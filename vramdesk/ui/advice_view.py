@@ -23,7 +23,10 @@ from .i18n import tr
 from .presenter import VERDICT_TITLES, gib
 
 #: changes listed under a "does not fit" verdict
-MAX_CHANGES = 4
+MAX_CHANGES = 5
+#: of them, the places kept for changes that add GPUs when there are changes on the plan's own GPUs too (those come
+#: first: the solver's ranking, RANK_RULE)
+MORE_GPU_PLACES = 2
 #: what stopped the solver's search (SolveResult.limited_by), as the readout's tooltip names it
 LIMITS = {
     "memory": "memory",
@@ -123,52 +126,87 @@ def max_length_readout(advice: Advice) -> MaxLengthReadout:
 
 @dataclass(frozen=True)
 class ChangeButton:
-    """One listed change: the button's text and its tooltip (the change's cost)."""
+    """One listed change: the button's text, its tooltip (the change's cost, why it works, the CPU memory it needs)
+    and the heading above it ("On this GPU", "With more GPUs"; "" when it is not the first of its group)."""
 
     text: str
     tooltip: str
+    heading: str = ""
 
 
 @dataclass(frozen=True)
 class ChangesPanel:
-    """The changes under the verdict: a caption and up to :data:`MAX_CHANGES` buttons, or nothing."""
+    """The changes under the verdict: a caption, up to :data:`MAX_CHANGES` buttons in two groups (on the plan's
+    GPUs, with more GPUs), the ranking rule under them and the whole cost rule as the box's tooltip; or nothing."""
 
     visible: bool
     caption: str
     buttons: tuple[ChangeButton, ...]
     #: the options the buttons apply, in the same order
     options: tuple[Option, ...]
+    #: how the changes are ordered, in one sentence (the caption under the buttons)
+    rule: str = ""
+    #: the cost of each kind of change (the box's tooltip)
+    rule_tooltip: str = ""
 
 
-def change_button(option: Option) -> ChangeButton:
-    """The button "→ KV cache fp8: 21.40 GiB (Fits, 38.2 tokens/s)", with the ranking cost as its tooltip."""
+def change_button(option: Option, heading: str = "") -> ChangeButton:
+    """The button "→ KV cache fp8: 21.40 GiB (Fits, 38.2 tokens/s)", with the ranking cost as its tooltip (and why
+    the change works and the CPU memory it needs, when it says so)."""
     verdict = tr(VERDICT_TITLES.get(option.verdict, option.verdict))
     if option.tokens_per_s:
         outcome = tr("{verdict}, {speed} tokens/s").format(verdict=verdict, speed=f"{option.tokens_per_s:,.1f}")
     else:
-        outcome = verdict
+        outcome = tr("{verdict}, speed unknown").format(verdict=verdict)
+    tip = [tr("cost {cost} (quality + speed, lower is better)").format(cost=f"{option.cost:g}")]
+    tip += [localize(c.reason) for c in option.changes if c.reason]
+    if option.host_bytes:
+        tip.append(tr("CPU memory it needs: {memory}").format(memory=gib(option.host_bytes)))
     return ChangeButton(
         text=tr("→ {change}: {memory} ({outcome})").format(
             change=localize(option.summary), memory=gib(option.device_bytes), outcome=outcome
         ),
-        tooltip=tr("cost {cost} (quality + speed, lower is better)").format(cost=f"{option.cost:g}"),
+        tooltip="\n".join(tip),
+        heading=heading,
     )
 
 
-def changes_panel(changes: ChangesResult | None, verdict: str | None) -> ChangesPanel:
+def _shown(options: tuple[Option, ...]) -> tuple[Option, ...]:
+    """The options the panel lists: the first on the plan's GPUs, then up to :data:`MORE_GPU_PLACES` with more
+    GPUs (more of either when the other group has fewer)."""
+    same = [o for o in options if not o.more_gpus]
+    more = [o for o in options if o.more_gpus]
+    n_more = min(len(more), max(MAX_CHANGES - len(same), MORE_GPU_PLACES))
+    return tuple(same[: MAX_CHANGES - n_more] + more[:n_more])
+
+
+def changes_panel(changes: ChangesResult | None, verdict: str | None, gpu_count: int = 1) -> ChangesPanel:
     """What the verdict box lists for ``changes`` while the estimate shown has ``verdict``: the list only under
-    "does not fit", and a caption that says so when no change (or pair of changes) helps."""
-    options = tuple(changes.options[:MAX_CHANGES]) if changes is not None else ()
+    "does not fit", and a caption that says so when no change (or pair of changes) helps. ``gpu_count``: the
+    plan's GPUs (the first group's heading says "this GPU" or "these GPUs")."""
+    options = _shown(changes.options) if changes is not None else ()
     verdict_is_off = verdict == "does not fit"
     if changes is not None and not options and verdict_is_off:
         caption = tr("No single change or pair of changes makes it fit.")
     else:
         caption = tr("Smallest changes that make it fit (click one to apply it):")
+    buttons: list[ChangeButton] = []
+    for i, o in enumerate(options):
+        first = i == 0 or bool(options[i - 1].more_gpus) != bool(o.more_gpus)
+        if not first:
+            heading = ""
+        elif o.more_gpus:
+            heading = tr("With more GPUs")
+        else:
+            heading = tr("On these GPUs") if gpu_count > 1 else tr("On this GPU")
+        buttons.append(change_button(o, heading))
     return ChangesPanel(
         visible=changes is not None and verdict_is_off,
         caption=caption,
-        buttons=tuple(change_button(o) for o in options),
+        buttons=tuple(buttons),
         options=options,
+        rule=localize(changes.ranking) if changes is not None and options else "",
+        rule_tooltip=localize(changes.rule) if changes is not None else "",
     )
 
 

@@ -46,6 +46,7 @@ from .advice_view import Advice, apply_label, changes_panel, compute_advice, max
 from .browser import HubSearch, LocalSearch, ModelBrowser
 from .core_text import localize
 from .forms import WorkloadForm
+from .gpus_view import GpusDialog, open_for
 from .i18n import language, tr
 from .presenter import (
     DETECTED_PREFIX,
@@ -166,6 +167,8 @@ class MainWindow(WindowActions, QMainWindow):
         self._change_options: tuple[Option, ...] = ()
         #: the open Explain dialog, if any
         self.explain_dialog: Any = None
+        #: the Which GPUs view (View menu), once opened
+        self.gpus_dialog: GpusDialog | None = None
         self.load_display_settings()
 
         self.setWindowTitle("vramdesk[*]")
@@ -596,21 +599,31 @@ class MainWindow(WindowActions, QMainWindow):
         self._show_changes(None)
 
     def _show_changes(self, changes: ChangesResult | None) -> None:
-        panel = changes_panel(changes, self.view.verdict if self.view is not None else None)
+        count = self._advice_ev.scenario.hardware.gpu_count if self._advice_ev and self._advice_ev.scenario else 1
+        panel = changes_panel(changes, self.view.verdict if self.view is not None else None, count)
         self._change_options = panel.options
         self.results.show_changes(panel)
 
     def apply_change(self, index: int) -> None:
         """Put the scenario of listed change ``index`` in the form (a detected GPU stays selected)."""
         options = self._change_options
-        if not 0 <= index < len(options):
-            return
-        scenario = Scenario.model_validate(options[index].scenario)
+        if 0 <= index < len(options):
+            self.apply_plan(Scenario.model_validate(options[index].scenario), apply_label(options[index]))
+
+    def apply_plan(self, scenario: Scenario, label: str, keep_detected: bool = True) -> None:
+        """Put ``scenario`` in the form as one undo step named ``label`` (a detected GPU stays selected, unless
+        ``keep_detected`` is False: the plan names its own GPU)."""
         key = self.form.values().gpu
-        self._undo_label = apply_label(options[index])
+        self._undo_label = label
         self._scenario = scenario
-        self.form.set_values(form_from_scenario(scenario, key if key in self._detected_specs else None))
+        self.form.set_values(
+            form_from_scenario(scenario, key if keep_detected and key in self._detected_specs else None)
+        )
         self.estimate_now()
+
+    def open_gpus_view(self) -> Any:
+        """The Which GPUs view (View menu) for the plan the form shows; a chosen row plans for its GPUs."""
+        return open_for(self)
 
     def wait_idle(self, timeout_ms: int = 10_000) -> bool:
         """Process events until no lookup or detection is running (for --screenshot); False on timeout."""
@@ -718,6 +731,10 @@ class MainWindow(WindowActions, QMainWindow):
         if self.explain_dialog is not None:
             self.explain_dialog.close()
             self.explain_dialog = None
+        if self.gpus_dialog is not None:  # (its texts are in the old language: it opens anew)
+            self.gpus_dialog.close()
+            self.gpus_dialog.deleteLater()
+            self.gpus_dialog = None
         old_browser, old_central = self.browser, self.centralWidget()
         old_browser.shutdown()
         for act in self.actions():
@@ -770,6 +787,8 @@ class MainWindow(WindowActions, QMainWindow):
             self.autosave_store.clear()  # a clean exit: nothing of this window's to restore next time
         if self.library_window is not None:
             self.library_window.close()
+        if self.gpus_dialog is not None:
+            self.gpus_dialog.close()
         self.browser.shutdown()
         self.resolve_runner.cancel()
         self.detect_runner.cancel()

@@ -106,7 +106,15 @@ class ResultsPane(QWidget):
         self.advice_caption.setObjectName("caption")
         al.addWidget(self.advice_caption)
         self.advice_buttons: list[QPushButton] = []
+        #: the heading above a button that starts a group ("On this GPU", "With more GPUs")
+        self.advice_headings: list[QLabel] = []
         for i in range(MAX_CHANGES):
+            h = QLabel("", self.advice_box)
+            h.setObjectName("caption")
+            h.setStyleSheet("QLabel { font-weight: 600; padding-top: 2px; }")
+            h.setVisible(False)
+            al.addWidget(h)
+            self.advice_headings.append(h)
             b = QPushButton("", self.advice_box)
             b.setFlat(True)
             b.setCursor(Qt.CursorShape.PointingHandCursor)
@@ -115,6 +123,12 @@ class ResultsPane(QWidget):
             b.setVisible(False)
             al.addWidget(b)
             self.advice_buttons.append(b)
+        #: how the changes are ranked, in one sentence (the whole cost rule is its tooltip)
+        self.advice_rule = QLabel("", self.advice_box)
+        self.advice_rule.setObjectName("caption")
+        self.advice_rule.setWordWrap(True)
+        self.advice_rule.setVisible(False)
+        al.addWidget(self.advice_rule)
         self.advice_box.setVisible(False)
         return self.advice_box
 
@@ -275,12 +289,16 @@ class ResultsPane(QWidget):
         self.speed_label.setVisible(True)
 
     def show_changes(self, panel: ChangesPanel) -> None:
-        for i, b in enumerate(self.advice_buttons):
-            if i < len(panel.buttons):
-                b.setText(panel.buttons[i].text)
-                b.setToolTip(panel.buttons[i].tooltip)
-                b.setVisible(True)
-            else:
-                b.setVisible(False)
+        for i, (h, b) in enumerate(zip(self.advice_headings, self.advice_buttons, strict=True)):
+            button = panel.buttons[i] if i < len(panel.buttons) else None
+            h.setText(button.heading if button is not None else "")
+            h.setVisible(button is not None and bool(button.heading))
+            if button is not None:
+                b.setText(button.text)
+                b.setToolTip(button.tooltip)
+            b.setVisible(button is not None)
         self.advice_caption.setText(panel.caption)
+        self.advice_rule.setText(panel.rule)
+        self.advice_rule.setToolTip(panel.rule_tooltip)
+        self.advice_rule.setVisible(bool(panel.rule))
         self.advice_box.setVisible(panel.visible)
