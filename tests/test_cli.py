@@ -383,3 +383,58 @@ def test_help_says_fine_tuning_too() -> None:
     parser = build_parser()
     assert "fine-tuning" in parser.description
     assert "fine-tuning" in parser.format_help()
+
+
+# ---------------------------------------------------------------------------------------------- export (no Qt)
+
+
+def test_export_of_a_model_with_estimate_options_takes_the_format_from_the_suffix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    for name in ("r.md", "r.csv", "r.json", "r.markdown.txt"):
+        fmt = ["--format", "md"] if name.endswith(".txt") else []
+        args = ["export", "Qwen/Qwen3-8B", "--gpu", "RTX 4090", "--batch", "4", "-o", str(tmp_path / name), *fmt]
+        assert cli(*args)[0] == 0
+        out = capsys.readouterr().out
+        assert out.count("\n") == 1 and out.startswith(f"wrote {tmp_path / name} (")
+    md = (tmp_path / "r.md").read_text()
+    assert md.startswith("# vramdesk report: Qwen3-8B, batch 4 on an RTX 4090\n")  # the plan's generated name
+    # --format wins over the suffix
+    assert (tmp_path / "r.markdown.txt").read_text().splitlines()[0] == md.splitlines()[0]
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "r.csv").read_text())))
+    assert rows[0]["name"] == "weights"
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["scenario"]["workload"]["batch"] == 4 and doc["scenario"]["hardware"]["gpu"] == "RTX 4090"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("Qwen/Qwen3-8B", "-o", "x.bmp"), "x.bmp: unknown suffix '.bmp'; use .png .svg .pdf"),
+        (("Qwen/Qwen3-8B", "-o", "plan"), "plan: no suffix to tell the format from"),
+        (
+            ("nobody/no-such-model-here", "-o", "x.md"),
+            "model 'nobody/no-such-model-here' is not in the bundled catalog",
+        ),
+        (("./missing.gguf", "-o", "x.md"), "missing.gguf: no such file"),
+        (("Qwen/Qwen3-8B", "--batch", "4", "--mode", "finetune", "-o", "x.md"), "--batch does not apply to --mode"),
+    ],
+)
+def test_export_errors_are_one_line_naming_what_is_wrong(
+    args: tuple[str, ...], message: str, tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli("export", *args)[0] == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err, captured.err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_never_writes_over_the_model_config_it_plans(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2}))
+    before = config.read_bytes()
+    assert cli("export", str(config), "--format", "json", "-o", str(config))[0] == 2
+    assert "would replace" in capsys.readouterr().err and config.read_bytes() == before

@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vramdesk.cli_export import add_export_parser
 
     add_compare_parser(sub)
-    add_export_parser(sub)
+    add_export_parser(sub, _add_estimate_options)
     return parser
 
 
@@ -589,7 +589,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     if ns.command == "export":
         from vramdesk.cli_export import run_export
 
-        return run_export(ns)
+        return run_export(ns, scenario_from, _options_dict(ns))
     try:
         if ns.jsonl:
             if ns.model:

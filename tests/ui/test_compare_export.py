@@ -26,8 +26,10 @@ from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import export as ex
 from vramdesk.ui import i18n, qtapp
 from vramdesk.ui.compare import LibraryWindow
+from vramdesk.ui.estimate_figure import SIZES
 from vramdesk.ui.main_window import EXPORTS, MainWindow
 from vramdesk.ui.presenter import evaluate_scenario
+from vramdesk.ui.window_actions import EXPORT_CHARTS
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +97,8 @@ def test_every_export_format_opens_back(qtbot, view, tmp_path: Path) -> None:
         assert ex.export_view(view, DEFAULT_SCENARIO, fmt, path, perf=perf) == path
 
     png = QImage(str(out["png"]))
-    assert (png.width(), png.height()) == (ex.PANEL_SIZE[0] * 2, ex.PANEL_SIZE[1] * 2) and not_blank(png)
+    size = SIZES["both"]
+    assert (png.width(), png.height()) == (size[0] * 2, size[1] * 2) and not_blank(png)
 
     svg = QSvgRenderer(str(out["svg"]))
     assert svg.isValid() and svg.defaultSize().width() > 100
@@ -105,7 +108,6 @@ def test_every_export_format_opens_back(qtbot, view, tmp_path: Path) -> None:
     svg.render(painter)
     painter.end()
     assert not_blank(image)
-    assert b" Z" in out["svg"].read_bytes()  # closed paths survive the patched exporter
 
     check_pdf(out["chart-pdf"], pages=1)
     check_pdf(out["pdf"])
@@ -122,12 +124,11 @@ def test_every_export_format_opens_back(qtbot, view, tmp_path: Path) -> None:
 
 
 def test_svg_of_the_pie_and_the_phase_chart(qtbot, view, tmp_path: Path) -> None:
-    ex.patch_svg_exporter()
-    ex.patch_svg_exporter()  # idempotent
-    pie = ex.export_view(view, DEFAULT_SCENARIO, "svg", tmp_path / "pie.svg", mode="pie")
+    pie = ex.export_view(view, DEFAULT_SCENARIO, "svg", tmp_path / "pie.svg", mode="pie", chart="breakdown")
     phase = ex.export_view(view, DEFAULT_SCENARIO, "svg", tmp_path / "phase.svg", chart="phase")
     for path in (pie, phase):
         assert QSvgRenderer(str(path)).isValid()
+    assert QSvgRenderer(str(pie)).viewBox().width() == SIZES["breakdown"][0]
 
 
 def test_unwritable_output_fails_clearly(qtbot, view, tmp_path: Path) -> None:
@@ -310,6 +311,7 @@ def test_open_a_newer_file_read_only(window: MainWindow, tmp_path: Path) -> None
 def test_new_strings_have_chinese_translations() -> None:
     table = i18n.table("zh_CN")
     wanted = {e[1] for e in EXPORTS} | {e[2] for e in EXPORTS}
+    wanted |= {text for _, text in EXPORT_CHARTS}
     assert not sorted(s for s in wanted if s not in table)
 
 
@@ -379,4 +381,4 @@ def test_cli_export_pictures_in_a_child_process(files, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a JSON scenario file" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "bad.json: malformed JSON" in proc.stderr

@@ -77,6 +77,9 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
         super().__init__()
         self._radius = radius
         self._hole = hole
+        # the palette it is built in, not the one in use when it paints: an export built for print is painted
+        # after the window's (dark) palette is back
+        self._background = theme.current().background
         self._slices: tuple[PieSlice, ...] = ()
         self.setAcceptHoverEvents(True)
 
@@ -143,7 +146,7 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
     def paint(self, painter: QPainter, *args: Any) -> None:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         rect = self.boundingRect()
-        pen = QPen(QColor(theme.current().background))
+        pen = QPen(QColor(self._background))
         pen.setWidthF(1.5)
         pen.setCosmetic(True)
         painter.setPen(pen)
@@ -157,7 +160,7 @@ class PieItem(pg.GraphicsObject):  # type: ignore[misc]
                 painter.drawPie(rect, PIE_START + s.start, s.span)
         if self._hole > 0:
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QBrush(QColor(theme.current().background)))
+            painter.setBrush(QBrush(QColor(self._background)))
             h = self._radius * self._hole
             painter.drawEllipse(QRectF(-h, -h, 2 * h, 2 * h))
 
@@ -360,6 +363,15 @@ class BreakdownChart(QWidget):
     @property
     def mode(self) -> str:
         return self.MODES[self.stack.currentIndex()]
+
+    def hide_controls(self) -> None:
+        """No Pie / Bar buttons (a picture has nothing to click); their room is kept, so the plot lines up with
+        the phase chart's beside it (whose header keeps the same room)."""
+        for button in self.mode_buttons.values():
+            policy = button.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)
+            button.setSizePolicy(policy)
+            button.setVisible(False)
 
     def set_mode(self, mode: str) -> None:
         if mode not in self.MODES:

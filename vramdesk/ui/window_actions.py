@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtGui import QAction, QKeySequence, QUndoStack
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox, QTabWidget
 
 from vramdesk.safety import check_output
@@ -49,6 +49,12 @@ EXPORTS = (
     ("csv", "Breakdown as CSV…", "CSV files (*.csv)", ".csv"),
     ("json", "Breakdown as JSON…", "JSON files (*.json)", ".json"),
 )
+
+#: the export options of the Export menu, kept between sessions
+EXPORT_CHART_KEY = "export/chart"
+EXPORT_SCREEN_THEME_KEY = "export/screen_theme"
+#: Export menu: what a chart picture (PNG, SVG, chart PDF, the clipboard) holds
+EXPORT_CHARTS = (("both", "Both charts"), ("breakdown", "Breakdown at the peak only"), ("phase", "Phases only"))
 
 
 def droppable_path(path: Path) -> bool:
@@ -109,6 +115,7 @@ class WindowActions(LibraryActions):
             act = self._action(tr(text), QKeySequence(), partial(self.export_dialog, fmt))
             self.export_menu.addAction(act)
             self.export_actions[fmt] = act
+        self._build_export_options()
         self.recent_menu = file_menu.addMenu(tr("&Recent models"))
         self.recent_menu.aboutToShow.connect(self._fill_recent_menu)
         file_menu.addSeparator()
@@ -270,8 +277,46 @@ class WindowActions(LibraryActions):
         self.choose_model(str(path))
 
     # ------------------------------------------------------------------ export and the clipboard
-    def export_current(self, fmt: str, path: Path) -> Path:
-        """Write the current estimate as ``fmt`` (see :data:`vramdesk.ui.export.VIEW_FORMATS`)."""
+    def _build_export_options(self) -> None:
+        """Under the formats: which chart a picture holds, and whether it keeps the screen's theme (else it is
+        drawn for print, dark on white); both are saved with the settings."""
+        self.export_menu.addSeparator()
+        charts = self.export_menu.addMenu(tr("Chart in pictures"))
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        saved = self.export_chart()
+        self.export_chart_actions: dict[str, QAction] = {}
+        for chart, text in EXPORT_CHARTS:
+            act = QAction(tr(text), self)
+            act.setCheckable(True)
+            act.setChecked(chart == saved)
+            act.triggered.connect(lambda _c=False, chart=chart: QSettings().setValue(EXPORT_CHART_KEY, chart))
+            group.addAction(act)
+            charts.addAction(act)
+            self.export_chart_actions[chart] = act
+        self.action_keep_screen_theme = QAction(tr("Keep the screen theme in pictures"), self)
+        self.action_keep_screen_theme.setCheckable(True)
+        self.action_keep_screen_theme.setChecked(self.export_keeps_screen_theme())
+        self.action_keep_screen_theme.setToolTip(
+            tr("Draw exported charts in the window's colours instead of dark text on white (reports stay white)")
+        )
+        self.action_keep_screen_theme.toggled.connect(lambda on: QSettings().setValue(EXPORT_SCREEN_THEME_KEY, on))
+        self.export_menu.addAction(self.action_keep_screen_theme)
+
+    def export_chart(self) -> str:
+        """What a chart picture holds (Export > Chart in pictures): both, breakdown or phase."""
+        value = str(QSettings().value(EXPORT_CHART_KEY, "both"))
+        return value if value in {c for c, _ in EXPORT_CHARTS} else "both"
+
+    def export_keeps_screen_theme(self) -> bool:
+        value = QSettings().value(EXPORT_SCREEN_THEME_KEY, False)
+        return value is True or str(value).lower() == "true"
+
+    def export_current(
+        self, fmt: str, path: Path, *, chart: str | None = None, keep_screen: bool | None = None
+    ) -> Path:
+        """Write the current estimate as ``fmt`` (see :data:`vramdesk.ui.export.VIEW_FORMATS`); a picture holds
+        ``chart`` and keeps the screen's theme with ``keep_screen`` (None: as the Export menu says)."""
         from .export import export_view, speed_of
 
         ev = self.evaluation
@@ -283,7 +328,17 @@ class WindowActions(LibraryActions):
             saved = self.library.root.glob(f"*{LIBRARY_SUFFIX}")
             check_output(path, saved, what="a configuration in the library", advice="choose another file")
         inputs = [self.scenario_path] if self.scenario_path is not None else []
-        return export_view(ev.view, ev.scenario, fmt, path, mode=self.breakdown.mode, perf=perf, inputs=inputs)
+        return export_view(
+            ev.view,
+            ev.scenario,
+            fmt,
+            path,
+            mode=self.breakdown.mode,
+            perf=perf,
+            chart=chart or self.export_chart(),
+            keep_screen=self.export_keeps_screen_theme() if keep_screen is None else keep_screen,
+            inputs=inputs,
+        )
 
     def export_dialog(self, fmt: str) -> None:
         _f, text, pattern, suffix = next(e for e in EXPORTS if e[0] == fmt)
@@ -303,12 +358,21 @@ class WindowActions(LibraryActions):
         self.statusBar().showMessage(tr("Saved") + f" {out}", 4000)
 
     def copy_chart(self) -> None:
-        """The charts (2x) on the clipboard as an image."""
+        """The chart's figure (2x, as the Export menu's options say) on the clipboard as an image."""
         from .export import chart_image, copy_image
 
         if self.view is None:
             return
-        copy_image(chart_image(self.view, self.breakdown.mode))
+        ev = self.evaluation
+        scenario = ev.scenario if ev is not None and ev.view is self.view else None
+        image = chart_image(
+            self.view,
+            self.breakdown.mode,
+            scenario=scenario,
+            chart=self.export_chart(),
+            keep_screen=self.export_keeps_screen_theme(),
+        )
+        copy_image(image)
         self.statusBar().showMessage(tr("Copied"), 3000)
 
     def copy_table(self, fmt: str) -> None:
