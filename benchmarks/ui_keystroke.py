@@ -67,9 +67,10 @@ def _measure(keys: int) -> int:
         """ms from each key press to the end of the repaint the clock reports; ``on_estimate``: the clock is
         started by the window's ``estimated`` signal (the repaint after the estimate), else at the key press."""
         out: list[float] = []
+        done: list[float] = []
+        clock.repainted.connect(lambda total, _paint: done.append(total))
         for key in presses:
-            done: list[float] = []
-            clock.report = lambda total, _paint, done=done: done.append(total)
+            done.clear()
             pressed[0] = time.perf_counter()
             if not on_estimate:
                 clock.start(pressed[0])
@@ -90,7 +91,7 @@ def _measure(keys: int) -> int:
     bare.activateWindow()
     bare.setFocus()
     settle()
-    floor_clock = RepaintClock(lambda _t, _p: None)
+    floor_clock = RepaintClock()
     floor_clock.watch(bare)
     steps = [Qt.Key.Key_Up, Qt.Key.Key_Down] * (keys // 2)
     floor = timed_keys(bare.windowHandle(), floor_clock, steps, on_estimate=False)
@@ -103,7 +104,7 @@ def _measure(keys: int) -> int:
     settle(1.0)
     w.form.fields["input_len"].set(4096)
     settle(0.5)
-    clock = RepaintClock(lambda _t, _p: None)
+    clock = RepaintClock()
     clock.watch(w)
     # the final repaint is the one after the estimate: arm the clock when the window has estimated
     w.estimated.connect(lambda _ev: clock.start(pressed[0]))

@@ -16,7 +16,8 @@ def test_the_clock_reports_once_after_the_repaint_that_follows_its_start(qtbot) 
     box.show()
     qtbot.waitExposed(box)
     got: list[tuple[float, float]] = []
-    clock = RepaintClock(lambda total, paint: got.append((total, paint)))
+    clock = RepaintClock()
+    clock.repainted.connect(lambda total, paint: got.append((total, paint)))
     clock.watch(box)
     box.setValue(3)  # no start yet: nothing is timed
     qtbot.wait(50)

@@ -48,10 +48,11 @@ from vramdesk.storage.library import Entry, LibraryError, ScenarioLibrary
 from vramdesk.storage.scenarios import ScenarioFileError
 
 from .compare_chart import CompareChart
+from .compare_export import compare_item
 from .compare_table import CompareTable
 from .core_text import localize
 from .i18n import tr
-from .presenter import describe_error, evaluate_scenario, unit_name
+from .presenter import describe_error, unit_name
 from .widgets import Legend
 
 MIN_ITEMS = 2
@@ -61,16 +62,6 @@ CURRENT_ID = "::current"
 Evaluator = Callable[[Scenario], CompareItem]
 #: what an export refused because it would replace a library file says to do
 _OTHER = "choose another file"
-
-
-def compare_item(label: str, scenario: Scenario) -> CompareItem:
-    """Estimate ``scenario`` for a comparison column (an error column when it cannot be estimated)."""
-    ev = evaluate_scenario(scenario)
-    if ev.view is None:
-        return CompareItem(label, scenario, error=ev.error or "cannot estimate")
-    from .export import speed_of
-
-    return CompareItem(label, scenario, ev.view.estimate, speed_of(ev.view, scenario))
 
 
 class LibraryWindow(QWidget):

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from vramdesk.core.scenario import Scenario
 from vramdesk.report.captions import comparison_caption
 from vramdesk.report.comparison import (
     UNITS,
@@ -45,6 +46,33 @@ def format_of(path: Path) -> str | None:
     suffix = Path(path).suffix.lower().lstrip(".")
     suffix = SUFFIXES.get(suffix, suffix)
     return suffix if suffix in COMPARE_FORMATS else None
+
+
+def compare_item(label: str, scenario: Scenario) -> CompareItem:
+    """Estimate ``scenario`` for a comparison column, as the window does (an error column when it cannot be
+    estimated)."""
+    from .export import speed_of
+    from .presenter import evaluate_scenario
+
+    ev = evaluate_scenario(scenario)
+    if ev.view is None:
+        return CompareItem(label, scenario, error=ev.error or "cannot estimate")
+    return CompareItem(label, scenario, ev.view.estimate, speed_of(ev.view, scenario))
+
+
+def file_items(files: Sequence[Path]) -> list[CompareItem]:
+    """A column per scenario file, named by the scenario (else the file), as ``vramdesk compare`` names them; a
+    file that cannot be read raises :class:`~vramdesk.storage.scenarios.ScenarioFileError` (or OSError)."""
+    from vramdesk.storage.library import read_entry
+
+    items: list[CompareItem] = []
+    seen: dict[str, int] = {}
+    for f in files:
+        scenario = read_entry(Path(f)).scenario
+        label = scenario.name or Path(f).name.removesuffix(".json").removesuffix(".vramdesk")
+        seen[label] = seen.get(label, 0) + 1
+        items.append(compare_item(label if seen[label] == 1 else f"{label} ({seen[label]})", scenario))
+    return items
 
 
 def comparison_figure(items: Sequence[CompareItem]) -> Figure:
@@ -112,10 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unit", choices=list(UNITS), default="GiB")
     parser.add_argument("--only-differences", action="store_true")
     ns = parser.parse_args(argv)
-    from vramdesk.cli_common import ERRORS
-    from vramdesk.cli_compare import compare_files
     from vramdesk.report.comparison import build_comparison
     from vramdesk.safety import check_output
+    from vramdesk.storage.scenarios import ScenarioFileError
 
     from .presenter import set_unit
     from .qtapp import ensure_app
@@ -124,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         check_output(ns.output, ns.files)  # before Qt starts and the estimates run
         ensure_app()
         set_unit(ns.unit)
-        items = compare_files(ns.files)
+        items = file_items(ns.files)
         cmp = build_comparison(items)
         export_comparison(
             cmp, items, ns.output, fmt=ns.format, unit=ns.unit, only_differences=ns.only_differences, inputs=ns.files
         )
-    except (*ERRORS, ValueError, LookupError) as err:
+    except (ScenarioFileError, ValueError, LookupError, OSError) as err:
         print(f"vramdesk: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -148,7 +148,8 @@ class MainWindow(WindowActions, QMainWindow):
         self.last_update_seconds = 0.0
         #: seconds from the start of the last estimate to the end of the repaint that showed it (the status bar's)
         self.last_repaint_seconds: float | None = None
-        self._repaint_clock = RepaintClock(self._repainted, self)
+        self._repaint_clock = RepaintClock(self)
+        self._repaint_clock.repainted.connect(self._repainted)
         #: pixel size of the last --screenshot image (device pixels: twice the window's size at a ratio of 2)
         self.screenshot_size: tuple[int, int] = WINDOW_SIZE
         self._timer = QTimer(self)

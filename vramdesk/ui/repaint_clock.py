@@ -9,9 +9,9 @@ after the paint and the flush, and reports the time since the start (and the par
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+import weakref
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 
 #: a repaint this long after the start is not the update's own (the window was hidden, or nothing changed and a
 #: later repaint came for another reason): it is not reported
@@ -19,24 +19,28 @@ STALE_S = 2.0
 
 
 class RepaintClock(QObject):
-    """Calls ``report(total_s, paint_s)`` once per :meth:`start`, when the repaint that follows it is done."""
+    """Emits ``repainted(total_s, paint_s)`` once per :meth:`start`, when the repaint that follows it is done.
 
-    def __init__(self, report: Callable[[float, float], None], parent: QObject | None = None) -> None:
+    (A signal, not a callback: a bound method of the window held here would keep the deleted window alive.)"""
+
+    repainted = Signal(float, float)
+
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        #: what is called with (total_s, paint_s) when a timed repaint is done
-        self.report = report
-        self._watched: QObject | None = None
+        #: the watched window, weakly (the clock is its child: a strong reference would keep a deleted window)
+        self._watched: weakref.ref[QObject] | None = None
         self._started: float | None = None
         self._paint_from = 0.0
 
     def watch(self, window: QObject | None) -> None:
         """Watch ``window`` (a top-level widget: Qt sends it the ``UpdateRequest``, not its ``windowHandle()``);
         None or the same window again changes nothing."""
-        if window is None or window is self._watched:
+        before = self._watched() if self._watched is not None else None
+        if window is None or window is before:
             return
-        if self._watched is not None:
-            self._watched.removeEventFilter(self)
-        self._watched = window
+        if before is not None:
+            before.removeEventFilter(self)
+        self._watched = weakref.ref(window)
         window.installEventFilter(self)
 
     def start(self, at: float | None = None) -> None:
@@ -50,7 +54,8 @@ class RepaintClock(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if self._started is not None and event.type() == QEvent.Type.UpdateRequest:
             self._paint_from = time.perf_counter()
-            QTimer.singleShot(0, self._finish)  # runs after this event, so after the paint it triggers
+            # runs after this event, so after the paint it triggers (and never once the clock, or its window, is gone)
+            QTimer.singleShot(0, self, self._finish)
         return False
 
     def _finish(self) -> None:
@@ -59,7 +64,7 @@ class RepaintClock(QObject):
         now = time.perf_counter()
         started, self._started = self._started, None
         if now - started <= STALE_S:
-            self.report(now - started, now - self._paint_from)
+            self.repainted.emit(now - started, now - self._paint_from)
 
 
 __all__ = ["STALE_S", "RepaintClock"]
