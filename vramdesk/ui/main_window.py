@@ -72,7 +72,7 @@ from .workers import TaskRunner
 __all__ = ["EXPORTS", "WINDOW_SIZE", "FormEdit", "MainWindow", "droppable_path"]
 
 WINDOW_SIZE = (1480, 900)
-BROWSER_WIDTH = 330
+BROWSER_WIDTH = 440  # the list has a Fit column next to the model, its source and size
 FORM_WIDTH = 350
 #: milliseconds of quiet before the current work is autosaved
 AUTOSAVE_DELAY_MS = 1500
@@ -514,6 +514,7 @@ class MainWindow(WindowActions, QMainWindow):
         if facts is None and self._catalog.find(form.model) is not None:
             facts = self._catalog.facts(form.model)
         self.browser.show_facts(facts, form.model)
+        self.browser.set_plan(ev.scenario, self._gpu_spec(ev), self.headroom_fraction)  # the list's fit badges
         self.last_update_seconds = time.perf_counter() - t0
         if self.isVisible():  # the status bar says the time to the repaint once it is done (_repainted)
             self._repaint_clock.watch(self)
