@@ -1,8 +1,8 @@
 """Score vramdesk's llama.cpp estimate against the public CUDA load logs of llamacpp_logs.yaml (issue 20).
 
 For every row the run is stated to vramdesk as its options allow (--engine llamacpp, the GGUF quant, n_ctx as the
-prompt length, -ngl, -ub, flash attention, the KV cache type, the GPU count) and each buffer llama.cpp printed is
-set beside vramdesk's figure for it:
+prompt length, -ngl, -ub, flash attention, the KV cache type, the GPU count, --n-cpu-moe) and each buffer llama.cpp
+printed is set beside vramdesk's figure for it:
 
   model         the CUDA model buffer of each GPU            <- component "weights" (per GPU when split)
   kv            the CUDA KV buffer of each GPU               <- component "KV cache"
@@ -15,7 +15,8 @@ set beside vramdesk's figure for it:
 
 error % = (vramdesk - logged) / logged x 100. Figures only: no threshold, no pass or fail. Rows vramdesk cannot
 state (tensor overrides, unequal GPUs) are listed apart, with the figures of the nearest scenario vramdesk has
-(the same run without the override), and kept out of the statistics.
+(the same run without the override, or with the n_cpu_moe its vramdesk block names for an override that keeps
+experts in host memory), and kept out of the statistics.
 
     .venv/bin/python benchmarks/serving/score_llamacpp.py [--rows ID,ID,...] [--detail]
 """
@@ -98,6 +99,8 @@ def _options(row: dict[str, Any], offloaded: int | None) -> dict[str, Any]:
     }
     if offloaded is not None:
         opts["n_gpu_layers"] = offloaded
+    if v.get("n_cpu_moe"):
+        opts["n_cpu_moe"] = int(v["n_cpu_moe"])
     if int(v.get("gpus", 1)) > 1:
         opts["gpus"] = int(v["gpus"])
         if s.get("split_mode") in ("layer", "row"):

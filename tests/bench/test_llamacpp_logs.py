@@ -150,6 +150,13 @@ def test_the_vramdesk_statement_is_complete(row: dict[str, Any]) -> None:
     assert v["expressible"] or v["why"]
     # vramdesk has no option for tensor overrides: such rows are kept out of the figures
     assert not (row["settings"]["override_tensor"] and v["expressible"])
+    # n_cpu_moe (experts of the first N layers in host memory) states the run's --n-cpu-moe, or the nearest vramdesk
+    # has to an -ot that keeps experts in host memory: only rows that keep experts there name it
+    n = v.get("n_cpu_moe")
+    assert (n is not None) == ("moe_cpu" in row["kinds"])
+    assert n is None or 0 < n < row["settings"]["total_layers"]
+    if row["settings"]["n_cpu_moe"] and v["expressible"]:
+        assert n == row["settings"]["n_cpu_moe"]
 
 
 def test_the_scorer_compares_every_logged_buffer(scorer: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
@@ -176,6 +183,23 @@ def test_the_scorer_compares_every_logged_buffer(scorer: ModuleType, capsys: pyt
     assert scorer.main(["--rows", ",".join(r["id"] for r in picked)]) == 0
     out = capsys.readouterr().out
     assert "all stated rows (2 rows)" in out and "held out" in out and picked[2]["id"] in out
+
+
+def test_the_nearest_scenario_of_an_expert_override_keeps_the_experts_in_host_memory(scorer: ModuleType) -> None:
+    by_id = {r["id"]: r for r in ROWS}
+    row = by_id["ik357-qwen3-235b-q8_0-ot-ffn-cpu"]
+    (_stated, nearest) = scorer.score([row])
+    got = {(i.buffer, i.device): i for i in nearest}
+    # -ot keeps the FFN tensors of 81 layers in host memory; n_cpu_moe 81 moves their experts, so most of the
+    # weights are host memory and the GPU keeps attention, routers, norms and the output layer
+    assert got[("host_model", "host")].estimated > 4 * got[("model", "CUDA0")].estimated
+    # the first GPU's compute buffer holds the staged expert tensor: larger than the same run with every weight on
+    # the GPU (the 297 MiB logits buffer)
+    plain = dict(row, vramdesk={k: v for k, v in row["vramdesk"].items() if k != "n_cpu_moe"})
+    (_s, whole) = scorer.score([plain])
+    before = {(i.buffer, i.device): i for i in whole}
+    assert got[("compute", "CUDA0")].estimated > before[("compute", "CUDA0")].estimated + 512
+    assert got[("kv", "CUDA0")].estimated == before[("kv", "CUDA0")].estimated
 
 
 def test_the_scorer_refuses_unknown_rows(scorer: ModuleType) -> None:

@@ -206,6 +206,32 @@ SCENARIOS = [
         weights="q4_k_m",
         llamacpp={"n_gpu_layers": 0},
     ),
+    # MoE experts in host memory (--n-cpu-moe / --cpu-moe): the compute buffer stages one expert tensor
+    _s(
+        "Qwen/Qwen3-30B-A3B",
+        "RTX 4090",
+        kind="inference",
+        engine="llamacpp",
+        weights="q4_k_m",
+        llamacpp={"n_cpu_moe": 20},
+    ),
+    _s(
+        "Qwen/Qwen3-30B-A3B",
+        "RTX 4090",
+        gpus=2,
+        kind="inference",
+        engine="llamacpp",
+        weights="q4_k_m",
+        llamacpp={"n_cpu_moe": 20},
+    ),
+    _s(
+        "Qwen/Qwen3-235B-A22B",
+        "RTX 4090",
+        kind="inference",
+        engine="llamacpp",
+        weights="q4_k_m",
+        llamacpp={"n_cpu_moe": 999},
+    ),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference"),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
     _s("deepseek-ai/DeepSeek-V3", "H200 SXM", gpus=8, kind="inference", engine="vllm", parallel={"tp": 8}),
@@ -222,6 +248,7 @@ REFUSED = [
         _s("meta-llama/Llama-3.1-405B", kind="inference", batch=65536, input_len=16_000_000, kv_dtype="fp32"),
         "estimate.too_large",
     ),
+    (_s(Q8, "RTX 4090", kind="inference", engine="llamacpp", llamacpp={"n_cpu_moe": 8}), "llamacpp.cpu_moe.no_experts"),
 ]
 
 

@@ -16,6 +16,7 @@ from i18ncheck import CORE_WHITELIST, english_left, without_id
 
 from vramdesk.core import advice as advice_module
 from vramdesk.core import performance as performance_module
+from vramdesk.core import performance_moe as performance_moe_module
 from vramdesk.core import solve as solve_module
 from vramdesk.core import solve_changes as changes_module
 from vramdesk.core import solve_gpus as gpus_module
@@ -36,7 +37,15 @@ from vramdesk.ui.core_text import localize, message_table
 LANG = "zh_CN"
 CAT = default_catalog()
 PREFIXES = ("solve.", "changes.", "gpus.", "speed.", "advice.")
-MODULES = (solve_module, gpus_module, changes_module, same_gpu_module, performance_module, advice_module)
+MODULES = (
+    solve_module,
+    gpus_module,
+    changes_module,
+    same_gpu_module,
+    performance_module,
+    performance_moe_module,
+    advice_module,
+)
 Q06, Q4, Q8 = "Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B"
 L8, L70 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
 NEXT = "Qwen/Qwen3-Next-80B-A3B-Thinking"
@@ -195,6 +204,18 @@ def _speed_texts() -> Iterator[str]:
         (S(Q8, gpus=2, kind="inference", engine="vllm", parallel={"tp": 2}), Efficiency(link_gbps=100)),
         (S(L70, "A100 80GB SXM", gpus=4, kind="inference"), None),  # layers split
         (S(Q8, "Apple M4 Max", weights="q4_k_m", kind="inference", engine="llamacpp"), None),  # no TFLOPS
+        # MoE experts in host memory (--n-cpu-moe)
+        (
+            S(
+                "Qwen/Qwen3-30B-A3B",
+                "RTX 4090",
+                weights="q4_k_m",
+                kind="inference",
+                engine="llamacpp",
+                llamacpp={"n_cpu_moe": 20},
+            ),
+            None,
+        ),
         (
             S(L70, "RTX 4090", weights="q4_k_m", kind="inference", engine="llamacpp", llamacpp={"n_gpu_layers": 40}),
             None,

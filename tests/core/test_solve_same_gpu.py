@@ -145,3 +145,71 @@ def test_the_cli_states_the_rule_and_groups_the_changes() -> None:
     mine = lines[2 : lines.index("with more GPUs:")]
     assert mine and any("llama.cpp with GGUF" in line and "tok/s" in line for line in mine)
     assert f"ranking: {RANK_RULE}" in lines and "keep your GPUs come first" in RANK_RULE
+
+
+QWEN_MOE = "Qwen/Qwen3-30B-A3B"
+RTX_3060 = CAT.gpu("RTX 3060 12GB")
+
+
+def _on(s: Scenario, gpu: str) -> Scenario:
+    return with_data(s, lambda d: d["hardware"].update(gpu=gpu))
+
+
+def _cpu_moe_options(res: ChangesResult) -> list[tuple[Option, Scenario]]:
+    out = []
+    for o in res.options:
+        s = Scenario.model_validate(o.scenario)
+        if s.workload.kind == "inference" and s.workload.llamacpp.n_cpu_moe:
+            out.append((o, s))
+    return out
+
+
+def test_a_moe_that_does_not_fit_a_12_gb_card_is_offered_its_experts_in_host_memory() -> None:
+    s = _on(plan(QWEN_MOE), "RTX 3060 12GB")
+    facts = CAT.facts(QWEN_MOE)
+    res = smallest_changes(s, facts, RTX_3060)
+    assert res.current_verdict == "does not fit"
+    moe = _cpu_moe_options(res)
+    assert {p.weights for _o, p in moe} >= {"q4_k_m", "q8_0"}, [o.summary for o in res.options]
+    total = facts.arch.n_layers
+    for option, planned in moe:
+        n = planned.workload.llamacpp.n_cpu_moe
+        # every layer stays on the GPU, the experts of the first n layers in host memory: the fewest that fit
+        assert planned.workload.engine == "llamacpp" and planned.workload.llamacpp.n_gpu_layers is None
+        assert 0 < n < total and option.more_gpus == 0
+        assert (
+            f"experts of the first {n} of {total} layers in host memory" in option.summary and "GGUF" in option.summary
+        )
+        fewer = with_data(planned, lambda d, n=n: d["workload"]["llamacpp"].update(n_cpu_moe=n - 1))
+        assert estimate(planned, facts, RTX_3060).fit.verdict == "fits"  # type: ignore[union-attr]
+        assert estimate(fewer, facts, RTX_3060).fit.verdict != "fits"  # type: ignore[union-attr]
+        # its speed is the speed model's and its cost the stated rule: switch + quant quality + CPU speed cost
+        est = estimate(planned, facts, RTX_3060)
+        assert option.tokens_per_s == performance(est, planned, facts, RTX_3060).decode_tokens_per_s
+        assert option.host_bytes == est.host_bytes and est.host_bytes > 5 * 2**30
+        cpu = next(c for c in option.changes if c.key == "n_cpu_moe")
+        switch = next(c for c in option.changes if c.key.startswith("engine=llamacpp"))
+        assert math.isclose(option.cost, ENGINE_SWITCH_COST + switch.quality_cost + cpu.speed_cost, abs_tol=0.01)
+    # the same quant with whole layers on the CPU instead moves more of each token's bytes to host memory: slower
+    by_quant = {p.weights: o for o, p in moe}
+    layer_cut = {p.weights: o for o, p in _llamacpp_offloads(res) if not p.workload.llamacpp.n_cpu_moe}
+    for quant in by_quant.keys() & layer_cut.keys():
+        assert by_quant[quant].tokens_per_s > layer_cut[quant].tokens_per_s  # type: ignore[operator]
+    # ranked by the one cost rule among the options on this card
+    mine = [o.cost for o in res.options if o.more_gpus == 0]
+    assert mine == sorted(mine)
+
+
+def test_a_llamacpp_moe_plan_is_offered_its_own_quant_with_experts_in_host_memory() -> None:
+    s = with_data(
+        _on(plan(QWEN_MOE), "RTX 3060 12GB"),
+        lambda d: (d.update(weights="q4_k_m"), d["workload"].update(engine="llamacpp")),
+    )
+    res = smallest_changes(s, CAT.facts(QWEN_MOE), RTX_3060)
+    ((option, planned),) = _cpu_moe_options(res)
+    assert planned.weights == "q4_k_m" and [c.key for c in option.changes] == ["n_cpu_moe"]
+
+
+def test_a_dense_model_is_never_offered_experts_in_host_memory() -> None:
+    res = changes(plan(L70))
+    assert not _cpu_moe_options(res) and not any(c.key == "n_cpu_moe" for o in res.options for c in o.changes)

@@ -305,7 +305,7 @@ def _estimate(
         weights_stored=stored,
         weight_bits=fmt.bits,
     )
-    problem = eng.tp_problem(facts.arch, scenario.parallelism.tp)
+    problem = eng.tp_problem(facts.arch, scenario.parallelism.tp) or eng.options_problem(facts.arch, work)
     if problem:
         raise EstimateError(problem)
     run: EngineRun = eng.run(ctx)

@@ -36,6 +36,13 @@ class Tensor:
     def numel(self) -> int:
         return prod(self.shape)
 
+    @property
+    def routed_expert(self) -> bool:
+        """One of a MoE layer's stacked routed-expert tensors (or their biases): what llama.cpp's ``--cpu-moe`` /
+        ``--n-cpu-moe`` pattern ``ffn_(up|down|gate|gate_up)_(ch|)exps`` names; the shared expert and the router
+        are not."""
+        return self.role == "expert" or (self.role == "bias" and self.active < 1.0)
+
 
 class _Builder:
     def __init__(self) -> None:

@@ -30,6 +30,7 @@ from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
 from .messages import Message, MessageText, Text, free, join
+from .performance_moe import decode_note, host_experts, prefill_host_s
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
 from .weight_format import WeightFormat
@@ -472,6 +473,13 @@ def _inference(
         (BANDWIDTH_BLOCK if eff.bandwidth is None and block else BANDWIDTH)(gbps=gpu.bandwidth_gbps, efficiency=bw_eff)
     )
     gpu_share, t_mem_gpu, t_host = _decode_memory_s(est, eng, eff, hw, wb, step_bytes, w_read, tp, notes)
+    # llama.cpp's MoE experts in host memory (--n-cpu-moe): the CPU reads the routed ones (performance_moe)
+    moe = host_experts(est, work, facts, wb)
+    moe_read = moe.decode_bytes if moe is not None else 0.0
+    t_moe = moe_read / (eff.host_gbps * 1e9)
+    if moe is not None:
+        t_mem_gpu -= moe_read / tp / hw.bw
+        notes.append(decode_note(moe, eff.host_gbps))
     t_comp = dec_flops / tp / hw.flops if hw.flops else 0.0
     comm = 0.0
     if tp > 1:
@@ -487,16 +495,23 @@ def _inference(
     overhead = overhead_per_layer * arch.n_layers
     if overhead:
         notes.append(CPU_OVERHEAD(us=overhead_per_layer * 1e6, engine=work.engine))
-    t_mem = t_mem_gpu + t_host
+    t_mem = t_mem_gpu + t_host + t_moe
     step = max(t_mem, t_comp) + comm + overhead
-    dec_bound: Bound = "compute" if t_comp > t_mem else ("host transfer" if t_host > t_mem_gpu else "memory bandwidth")
+    dec_bound: Bound = (
+        "compute" if t_comp > t_mem else ("host transfer" if t_host + t_moe > t_mem_gpu else "memory bandwidth")
+    )
     if comm > max(t_mem, t_comp):
         dec_bound = "communication"
     # ---- prefill (all prompts of the batch)
     prefill_flops = batch * (2.0 * n_mm * input_len + attention_flops_prefill(arch, input_len))
     chunk = eng.prefill_chunk(work, input_len)
     passes = max(1, -(-input_len * batch // chunk))
-    t_pre_mem = passes * w_read * gpu_share / tp / hw.bw + t_host * passes
+    t_pre_mem = passes * (w_read * gpu_share - moe_read) / tp / hw.bw + t_host * passes
+    if moe is not None:
+        pre_moe, pre_note = prefill_host_s(moe, min(chunk, input_len * batch), passes, eff.host_gbps, eff.pcie_gbps)
+        t_pre_mem += pre_moe
+        if pre_note:
+            notes.append(pre_note)
     prefill_s: float | None
     prefill_tps: float | None
     pre_bound: Bound | None

@@ -5,11 +5,13 @@
   weights beyond it wait in CPU memory and cross PCIe for every forward). Each is estimated, and its speed is the
   speed model's (:mod:`vramdesk.core.performance` prices both: llama.cpp's CPU layers read at host-memory speed,
   device_map's spilled weights copied over PCIe).
+* for a MoE model, llama.cpp with every layer on the GPU and the routed experts of the first N layers in host memory
+  (``--n-cpu-moe``, the smallest N that fits): attention, the router, the shared expert and the KV cache stay on the
+  GPU, and the CPU runs the experts (the speed model reads the experts a token routes to from host memory).
 * :func:`cpu_speed_cost`: the speed cost of work left on the CPU, from the speed model's slowdown when it has the
   figures (the stated rule in :data:`~vramdesk.core.solve.COST_RULE`).
 
-Not offered because the estimator does not model them: llama.cpp's MoE experts on the CPU (``-ot exps=CPU``,
-``--n-cpu-moe``) and vLLM's ``cpu_offload_gb``.
+Not offered because the estimator does not model it: vLLM's ``cpu_offload_gb``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,15 @@ LLAMACPP_REASON = Message(
 LLAMACPP_ALL_REASON = Message(
     "changes.engine.llamacpp.all.reason",
     "llama.cpp runs GGUF quants of this architecture, and this one fits the GPU whole",
+)
+CPU_MOE = Message(
+    "changes.n_cpu_moe",
+    "the MoE experts of the first {value} of {total} layers in host memory (--n-cpu-moe {value}), the CPU runs them",
+)
+CPU_MOE_REASON = Message(
+    "changes.n_cpu_moe.reason",
+    "llama.cpp keeps those layers' expert tensors in host memory and everything else (attention, router, shared "
+    "expert, KV cache) on the GPU; a token reads only the experts it routes to, so the CPU's share stays small",
 )
 SPILL = Message(
     "changes.device_map.spill", "device_map max_memory {cap} GiB per GPU ({cpu:.1f} GiB of weights in CPU memory)"
@@ -142,6 +153,45 @@ def _with_layers(scenario: Scenario, layers: int) -> Scenario:
     return with_data(scenario, lambda d: d["workload"]["llamacpp"].update(n_gpu_layers=layers))
 
 
+def _with_cpu_moe(scenario: Scenario, layers: int) -> Scenario:
+    return with_data(scenario, lambda d: d["workload"].setdefault("llamacpp", {}).update(n_cpu_moe=layers))
+
+
+def _cpu_moe_option(t: SameGpu, s: Scenario, first: tuple[Change, ...], extra: float) -> Option | None:
+    """``s`` (llama.cpp, every layer on the GPU) with the routed experts of the fewest first layers in host memory
+    that fits, after the changes ``first`` that led to ``s``; None for a dense model or when even all experts in
+    host memory do not fit. The layer count is bisected: more layers' experts in host memory never need more GPU
+    memory once one has (the compute buffer's staged expert copy is there from the first)."""
+    arch = t.facts.arch
+    if not arch.is_moe:
+        return None
+    hi = arch.n_layers
+    if not t.fits(_with_cpu_moe(s, hi))[0]:
+        return None
+    lo = 1
+    while lo < hi:  # the smallest count in [lo, hi] that fits (hi fits)
+        mid = (lo + hi) // 2
+        if t.fits(_with_cpu_moe(s, mid))[0]:
+            hi = mid
+        else:
+            lo = mid + 1
+    planned = _with_cpu_moe(s, lo)
+    ok, est = t.fits(planned)
+    if not ok or est is None:
+        return None
+    speed = option_speed(est, planned, t.facts, t.gpu)
+    weights = _weights(planned, t.facts)
+    share = min(1.0, est.host_bytes / weights[1]) if weights and weights[1] and est.host_bytes else 0.0
+    cpu = Change(
+        key="n_cpu_moe",
+        description=CPU_MOE(value=lo, total=arch.n_layers),
+        quality_cost=0,
+        speed_cost=cpu_speed_cost(share, speed, t.base_tokens_per_s),
+        reason=CPU_MOE_REASON(),
+    )
+    return t.option(planned, est, (*first, cpu), extra, speed)
+
+
 def _llamacpp_options(t: SameGpu) -> list[Option]:
     """llama.cpp with each GGUF quant it runs, the most layers on the GPU that then fit. An architecture the
     estimator's llama.cpp model refuses gets no option (its estimate fails)."""
@@ -164,15 +214,25 @@ def _llamacpp_options(t: SameGpu) -> list[Option]:
         if r.value is None:
             continue
         layers = r.value
+        q = quality if bits < t.current_bits * 0.95 else 0.0
+        key = f"engine=llamacpp,weights={quant}"
+        switch = Change(
+            key=key,
+            description=TO_LLAMACPP(quant=quant.upper()),
+            quality_cost=q,
+            speed_cost=0,
+            reason=LLAMACPP_REASON(),
+        )
         if layers < total:
+            moe = _cpu_moe_option(t, s, (switch,), ENGINE_SWITCH_COST)
+            if moe is not None:
+                out.append(moe)
             s = _with_layers(s, layers)
         ok, est = t.fits(s)
         if not ok or est is None:
             continue
         speed = option_speed(est, s, t.facts, t.gpu)
-        # the quant's quality cost when it is lighter than the weights now (a GGUF of the same bits costs none)
-        q = quality if bits < t.current_bits * 0.95 else 0.0
-        key = f"engine=llamacpp,weights={quant}"
+        # (q: the quant's quality cost when it is lighter than the weights now; a GGUF of the same bits costs none)
         if layers >= total:
             whole = Change(
                 key=key,
@@ -183,13 +243,6 @@ def _llamacpp_options(t: SameGpu) -> list[Option]:
             )
             out.append(t.option(s, est, (whole,), ENGINE_SWITCH_COST, speed))
             continue
-        switch = Change(
-            key=key,
-            description=TO_LLAMACPP(quant=quant.upper()),
-            quality_cost=q,
-            speed_cost=0,
-            reason=LLAMACPP_REASON(),
-        )
         cpu = Change(
             key="n_gpu_layers",
             description=GPU_LAYERS(value=layers, total=total),
@@ -247,6 +300,11 @@ def cpu_options(t: SameGpu) -> list[Option]:
     out: list[Option] = []
     if not eng.offloads_gpu_layers:  # (a llama.cpp plan already has its layer cut among the solver's changes)
         out += _llamacpp_options(t)
+    elif not work.llamacpp.n_cpu_moe:  # a llama.cpp plan of a MoE model: its own quant, experts in host memory
+        whole = with_data(t.scenario, lambda d: d["workload"].setdefault("llamacpp", {}).update(n_gpu_layers=None))
+        moe = _cpu_moe_option(t, whole, (), 0.0)
+        if moe is not None:
+            out.append(moe)
     if eng.streams_offloaded_weights:
         spill = _spill_option(t)
         if spill is not None:

@@ -76,6 +76,10 @@ class WeightBytes:
     per_layer: dict[int, int] = field(default_factory=dict)
     #: the largest single stored tensor of each decoder layer (what a backend copies whole to run it elsewhere)
     largest_in_layer: dict[int, int] = field(default_factory=dict)
+    #: bytes of the routed-expert tensors of each MoE decoder layer, and the largest of them (llama.cpp's
+    #: ``--n-cpu-moe`` keeps these in host memory)
+    experts_per_layer: dict[int, int] = field(default_factory=dict)
+    largest_expert_in_layer: dict[int, int] = field(default_factory=dict)
     #: bytes outside decoder layers: embedding, final norm, lm_head, vision
     embedding: int = 0
     head: int = 0
@@ -94,6 +98,8 @@ class _Tally:
         self.by_role: dict[str, int] = {}
         self.per_layer: dict[int, int] = {}
         self.largest_in_layer: dict[int, int] = {}
+        self.experts: dict[int, int] = {}
+        self.largest_expert: dict[int, int] = {}
         self.embedding = self.head = self.other = 0
 
     def add(self, t: Tensor, nbytes: int, quantized: bool) -> None:
@@ -108,6 +114,9 @@ class _Tally:
         if t.layer is not None:
             self.per_layer[t.layer] = self.per_layer.get(t.layer, 0) + nbytes
             self.largest_in_layer[t.layer] = max(self.largest_in_layer.get(t.layer, 0), nbytes)
+            if t.routed_expert:
+                self.experts[t.layer] = self.experts.get(t.layer, 0) + nbytes
+                self.largest_expert[t.layer] = max(self.largest_expert.get(t.layer, 0), nbytes)
         elif t.role == "embedding":
             self.embedding += nbytes
         elif t.role == "lm_head" or (t.role == "bias" and t.name.startswith(("lm_head", "embed_out"))):
@@ -125,6 +134,8 @@ class _Tally:
             largest_dequant=self.largest_dq,
             per_layer=self.per_layer,
             largest_in_layer=self.largest_in_layer,
+            experts_per_layer=self.experts,
+            largest_expert_in_layer=self.largest_expert,
             embedding=self.embedding,
             head=self.head,
             other=self.other,

@@ -122,6 +122,21 @@ class LlamaCppOptions(_Frozen):
         group="llamacpp",
         shown="all",
     )
+    #: MoE models: the routed-expert tensors of the first N layers stay in host memory while the rest of those
+    #: layers (attention, router, shared expert) and their KV cache stay on the GPU (llama.cpp's --n-cpu-moe);
+    #: N at least the layer count keeps every layer's experts there, which is llama.cpp's --cpu-moe (its pattern
+    #: names the same tensors of every layer). 0 = none. One number rather than a second switch: both llama.cpp
+    #: flags place the same tensors, and a plan or a comparison then has one setting for it
+    n_cpu_moe: int = option(
+        0,
+        ge=0,
+        le=100000,
+        label="MoE experts in CPU memory",
+        help="MoE models: the expert tensors of the first N layers stay in CPU memory (--n-cpu-moe); a number at "
+        "least the layer count keeps them all there (--cpu-moe)",
+        group="llamacpp",
+        form={"special": "none", "suffix": " layers", "accessible": "Layers whose MoE experts stay in CPU memory"},
+    )
     n_ubatch: int = option(
         512,
         ge=1,

@@ -133,7 +133,11 @@ class CompareChart(pg.PlotWidget):  # type: ignore[misc]
         self.bar_texts.append(text)
         lines = "<br>".join(html.escape(line) for line in text.split("\n"))
         style = f"text-align: center; color: {color}; font-weight: bold"
-        label = pg.TextItem(html=f'<div style="{style}">{lines}</div>', anchor=(0.5, 1.0))
+        # on the background's colour, above the GPU's line: a total close to the GPU's memory stays readable
+        back = QColor(theme.current().background)
+        back.setAlpha(225)
+        label = pg.TextItem(html=f'<div style="{style}">{lines}</div>', anchor=(0.5, 1.0), fill=pg.mkBrush(back))
+        label.setZValue(10)
         label.setTextWidth(label.textItem.document().idealWidth())  # (the lines centre within this width)
         label.setPos(x, bottom)
         self._add(label)

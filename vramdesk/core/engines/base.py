@@ -268,6 +268,11 @@ class Engine(ABC):
     def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         """Why the engine refuses tensor parallel ``tp`` for this model, or None."""
 
+    def options_problem(self, arch: Architecture, work: InferenceWorkload) -> Text | None:
+        """Why the engine refuses its own options of ``work`` for this model (llama.cpp: experts in host memory for a
+        model without experts), or None."""
+        return None
+
     @abstractmethod
     def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
         """Prompt tokens one prefill forward takes (the speed model's passes over the weights)."""

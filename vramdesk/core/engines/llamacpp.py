@@ -51,6 +51,27 @@ COMPUTE_STAGED_LAYER = Message(
     "of 32 tokens or more) by ggml's CUDA backend, one weight at a time copied into the compute buffer: the "
     "largest, {weight_mib:,.2f} MiB, plus one layer's F32 activations",
 )
+COMPUTE_STAGED_EXPERTS = Message(
+    "llamacpp.compute.staged.experts",
+    "ggml graph for n_ubatch {ubatch}: the MoE experts kept in host memory have their products run on the GPU "
+    "(batches of 32 tokens or more) by ggml's CUDA backend, one layer's expert tensor at a time copied into the "
+    "compute buffer (only the experts the batch routes to cross PCIe, but the whole tensor is reserved): the "
+    "largest, {weight_mib:,.2f} MiB, plus one layer's F32 activations",
+)
+CPU_MOE = Message(
+    "llamacpp.weights.cpu_moe",
+    "the MoE experts of the first {layers} layers in host memory (--n-cpu-moe {layers}): {gib:.2f} GiB",
+)
+CPU_MOE_ALL = Message(
+    "llamacpp.weights.cpu_moe.all", "the MoE experts of all {layers} layers in host memory (--cpu-moe): {gib:.2f} GiB"
+)
+CPU_MOE_HERE = Message(
+    "llamacpp.weights.cpu_moe.here", "the MoE experts of {layers} of these layers in host memory: {gib:.2f} GiB"
+)
+NO_EXPERTS = Message(
+    "llamacpp.cpu_moe.no_experts",
+    "--n-cpu-moe {value}: {model_type} is a dense model, it has no MoE expert tensors to keep in host memory",
+)
 ROW_SPLIT = Message(
     "llamacpp.split.row",
     "{label}: split by rows over {gpus} GPUs (--split-mode row), 1/{gpus} of every offloaded matrix on GPU {index}",
@@ -74,13 +95,32 @@ NO_SWA = Message(
 RESERVED = Message("llamacpp.reserved", "ggml allocates fixed buffers: reserved = allocated")
 
 
-def _gpu_weights(ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu: bool) -> tuple[Component, int, int]:
-    """The weights of the offloaded layers (and of the output layer): the component, its bytes and the bytes
-    left in host memory."""
+def cpu_moe_layers(experts_per_layer: dict[int, int], n_cpu_moe: int, on_gpu: set[int]) -> set[int]:
+    """The offloaded layers whose routed experts --n-cpu-moe keeps in host memory: the MoE layers among the first
+    ``n_cpu_moe`` (common/arg.cpp pushes one buffer override per layer i < N, pattern
+    ``blk\\.i\\.ffn_(up|down|gate|gate_up)_(ch|)exps``, to the CPU buffer type; a layer left on the CPU by -ngl
+    keeps its experts there anyway)."""
+    return {i for i in on_gpu if i < n_cpu_moe and experts_per_layer.get(i)}
+
+
+def _host_experts_explain(ctx: Context, host_experts: set[int]) -> Text:
+    n = ctx.work.llamacpp.n_cpu_moe
+    gib = sum(ctx.weights.experts_per_layer[i] for i in host_experts) / GIB
+    if n >= ctx.arch.n_layers:
+        return CPU_MOE_ALL(layers=ctx.arch.n_layers, gib=gib)
+    return CPU_MOE(layers=n, gib=gib)
+
+
+def _gpu_weights(
+    ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu: bool, host_experts: set[int]
+) -> tuple[Component, int, int]:
+    """The weights of the offloaded layers (and of the output layer) less the experts kept in host memory: the
+    component, its bytes and the bytes left in host memory."""
     arch = ctx.arch
     n_layers = arch.n_layers
     w = ctx.weights
     gpu_w = sum(b_ for i, b_ in w.per_layer.items() if i in on_gpu)
+    gpu_w -= sum(w.experts_per_layer[i] for i in host_experts)
     if output_on_gpu:
         gpu_w += w.head + w.other
     if arch.tie_embeddings and output_on_gpu:
@@ -88,14 +128,12 @@ def _gpu_weights(ctx: Context, on_gpu: set[int], gpu_layers: int, output_on_gpu:
     host_w = w.total - gpu_w
     if arch.tie_embeddings and output_on_gpu:
         host_w += w.embedding
-    weights = Component(
-        name="weights",
-        bytes=gpu_w,
-        category="weights",
-        explain=(WEIGHTS_OUTPUT if output_on_gpu else WEIGHTS)(
-            label=ctx.weights_label, layers=gpu_layers, total=n_layers, embeddings=w.embedding / GIB
-        ),
+    explain = (WEIGHTS_OUTPUT if output_on_gpu else WEIGHTS)(
+        label=ctx.weights_label, layers=gpu_layers, total=n_layers, embeddings=w.embedding / GIB
     )
+    if host_experts:
+        explain = join("; ", explain, _host_experts_explain(ctx, host_experts))
+    weights = Component(name="weights", bytes=gpu_w, category="weights", explain=explain)
     return weights, gpu_w, host_w
 
 
@@ -130,12 +168,30 @@ class _ComputeBuffer:
     unstaged_explain: Text
 
 
-def _staged(ctx: Context, ub: int, host_layers: set[int], output_on_gpu: bool, layer_buf: int) -> tuple[int, Text]:
+def _staged(
+    ctx: Context,
+    ub: int,
+    host_layers: set[int],
+    output_on_gpu: bool,
+    layer_buf: int,
+    host_experts: set[int],
+    ffn_buf: int,
+) -> tuple[int, Text]:
     """What the first GPU's compute buffer holds while ggml's CUDA backend runs a matrix product whose weight
     stays in host memory (a ubatch of at least 32 tokens): the output layer's weight copy, its logits and input;
-    or the largest weight of a layer left in host memory and one layer's activations. (0, "") when no weight is
-    staged. Measured against public logs: Pythia-2.8B -ngl 10 logs 203.99 MiB = 100.74 (output weight) + 98.25
-    (logits) + 5.00 (input); a 0-layer Qwen3-235B logs 742 MiB for a 630 MiB expert tensor."""
+    or the largest weight of a layer left in host memory (or of the experts --n-cpu-moe keeps there) and one
+    layer's activations. (0, "") when no weight is staged. Measured against public logs: Pythia-2.8B -ngl 10 logs
+    203.99 MiB = 100.74 (output weight) + 98.25 (logits) + 5.00 (input); a 0-layer Qwen3-235B logs 742 MiB for a
+    630 MiB expert tensor.
+
+    Host experts: ggml-backend.cpp, ggml_backend_sched_backend_id_from_cur, gives an op whose weight is in a host
+    buffer to the first backend whose offload_op accepts it (CUDA: batch >= 32), and ggml_backend_sched_split_graph
+    starts a new split at each such weight, so that one weight copy at a time lives in the compute buffer. The copy
+    is a tensor of the weight's full shape (tensor_copy); ggml_backend_sched_compute_splits fills only the rows of
+    the experts the batch routes to when the op is MUL_MAT_ID, which saves PCIe time, not memory: the whole expert
+    tensor is reserved. Its split holds the FFN's F32 tensors of the ubatch (``ffn_buf``), not attention's: without
+    flash attention the KQ scores are freed by then (a 2-GPU Qwen3-30B-A3B run with every expert in host memory
+    logs the same 1080 MiB on both GPUs, the KQ term)."""
     if ub < K.GGML_OFFLOAD_MIN_BATCH:
         return 0, Text("")
     arch, w = ctx.arch, ctx.weights
@@ -146,16 +202,22 @@ def _staged(ctx: Context, ub: int, host_layers: set[int], output_on_gpu: bool, l
         output = head + ub * arch.vocab * 4 + inputs if head else 0
     largest = max((w.largest_in_layer.get(i, 0) for i in host_layers), default=0)
     layer = largest + layer_buf + inputs if largest else 0
+    expert = max((w.largest_expert_in_layer.get(i, 0) for i in host_experts), default=0)
+    staged_layer = COMPUTE_STAGED_LAYER
+    if expert and expert + ffn_buf + inputs > layer:
+        layer, largest, staged_layer = expert + ffn_buf + inputs, expert, COMPUTE_STAGED_EXPERTS
     if output >= layer and output:
         return output, COMPUTE_STAGED_OUTPUT(
             ubatch=ub, weight_mib=(output - ub * arch.vocab * 4 - inputs) / MIB, vocab=arch.vocab
         )
     if layer:
-        return layer, COMPUTE_STAGED_LAYER(ubatch=ub, weight_mib=largest / MIB)
+        return layer, staged_layer(ubatch=ub, weight_mib=largest / MIB)
     return 0, Text("")
 
 
-def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool, host_layers: set[int]) -> _ComputeBuffer:
+def _compute_buffer(
+    ctx: Context, n_ctx: int, output_on_gpu: bool, host_layers: set[int], host_experts: set[int]
+) -> _ComputeBuffer:
     arch, work = ctx.arch, ctx.work
     opts = work.llamacpp
     b, s_in = work.batch, ctx.input_len
@@ -166,14 +228,13 @@ def _compute_buffer(ctx: Context, n_ctx: int, output_on_gpu: bool, host_layers: 
     )
     heads = max(layer.n_heads for layer in arch.layers)
     logits = ub * arch.vocab * 4 if output_on_gpu else 0
-    if opts.flash_attn:
-        layer_buf = ub * (3 * inter + 6 * arch.hidden) * 4
-    else:
-        layer_buf = ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
+    ffn_buf = ub * (3 * inter + 6 * arch.hidden) * 4
+    # flash attention: the FFN's F32 intermediates; without: the KQ scores of one ubatch over the whole context
+    layer_buf = ffn_buf if opts.flash_attn else ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
     compute = max(logits, layer_buf) + ub * arch.hidden * 4
     explain = (COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH)(ubatch=ub, vocab=arch.vocab)
     unstaged = explain
-    staged, staged_explain = _staged(ctx, ub, host_layers, output_on_gpu, layer_buf)
+    staged, staged_explain = _staged(ctx, ub, host_layers, output_on_gpu, layer_buf, host_experts, ffn_buf)
     if staged > compute:
         compute, explain = staged, staged_explain
     component = Component(name="compute buffer", bytes=compute, category="activations", explain=explain)
@@ -224,9 +285,11 @@ def _layer_split(
     output_on_gpu: bool,
     n_split: int,
     buf: _ComputeBuffer,
+    host_experts: set[int],
 ) -> list[list[Phase]]:
-    """--split-mode layer (the default): the offloaded layers are divided between the GPUs in order, the
-    output layer and the logits buffer go with the last one; every GPU has its own compute buffer"""
+    """--split-mode layer (the default): the offloaded layers are divided between the GPUs in order (each less
+    the experts kept in host memory), the output layer and the logits buffer go with the last one; every GPU has
+    its own compute buffer"""
     arch, w = ctx.arch, ctx.weights
     weights, kv = comps[0], comps[1]
     ub, logits, layer_buf = buf.ub, buf.logits, buf.layer_buf
@@ -236,15 +299,19 @@ def _layer_split(
         idx = {offloaded[i] for i in part}
         last = g == n_split - 1
         w_g = sum(b_ for i, b_ in w.per_layer.items() if i in idx)
+        w_g -= sum(w.experts_per_layer[i] for i in host_experts & idx)  # (kept in host memory)
         if last and output_on_gpu:
             w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
         p_g = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
         c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
         if g == 0:  # the scheduler runs products whose weights are in host memory on the first GPU
             c_g = max(c_g, buf.staged)
+        here = host_experts & idx
+        moe_gib = sum(w.experts_per_layer[i] for i in here) / GIB
+        moe_here = [CPU_MOE_HERE(layers=len(here), gib=moe_gib)] if here else []
         where = (GPU_LAYERS_OUTPUT if last and output_on_gpu else GPU_LAYERS)(index=g, first=min(idx), last=max(idx))
         g_comps = [
-            weights.model_copy(update={"bytes": w_g, "explain": join("; ", ctx.weights_label, where)}),
+            weights.model_copy(update={"bytes": w_g, "explain": join("; ", ctx.weights_label, where, *moe_here)}),
             kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": join("; ", p_g.explain, where)}),
         ]
         if p_g.state_bytes:
@@ -273,7 +340,8 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     # n_gpu_layers exceeds the layer count; token embeddings stay in host memory
     on_gpu = set(range(n_layers - gpu_layers, n_layers))
     output_on_gpu = ngl > n_layers
-    weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu)
+    host_experts = cpu_moe_layers(ctx.weights.experts_per_layer, opts.n_cpu_moe, on_gpu)
+    weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu, host_experts)
     plan = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in on_gpu))
     plan_all = _kv_for(ctx, None)
     kv = Component(
@@ -293,7 +361,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
             )
         )
     n_ctx = plan_all.kv_bytes and seq_len * b
-    buf = _compute_buffer(ctx, n_ctx, output_on_gpu, set(range(n_layers)) - on_gpu)
+    buf = _compute_buffer(ctx, n_ctx, output_on_gpu, set(range(n_layers)) - on_gpu, host_experts)
     ub = buf.ub
     comps.append(buf.component)
     host_kv = plan_all.kv_bytes - plan.kv_bytes + plan_all.state_bytes - plan.state_bytes
@@ -313,7 +381,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
         per_gpu_phases = _row_split(ctx, weights, comps, gpu_w, n_split, buf)
         phases = per_gpu_phases[0]
     elif n_split > 1:
-        per_gpu_phases = _layer_split(ctx, comps, on_gpu, output_on_gpu, n_split, buf)
+        per_gpu_phases = _layer_split(ctx, comps, on_gpu, output_on_gpu, n_split, buf, host_experts)
         phases = per_gpu_phases[0]
     info = EngineInfo(
         engine="llamacpp",
@@ -393,6 +461,12 @@ class LlamacppEngine(Engine):
 
     def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         # llama.cpp has no tensor parallel: parallelism.tp is not read (its multi-GPU split is --split-mode)
+        return None
+
+    def options_problem(self, arch: Architecture, work: InferenceWorkload) -> Text | None:
+        n = work.llamacpp.n_cpu_moe
+        if n and not arch.is_moe:
+            return NO_EXPERTS(value=n, model_type=arch.model_type)
         return None
 
     def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
