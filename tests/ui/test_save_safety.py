@@ -322,3 +322,37 @@ def test_a_generated_name_follows_the_plan_until_one_is_typed(window: MainWindow
     window.estimate_now()
     renamed = window.current_scenario()
     assert renamed is not None and renamed.name == "seventy" and window.windowTitle().startswith("seventy")
+
+
+def test_save_change_the_model_save_again_the_generated_name_follows_and_the_versions_stay(
+    window: MainWindow, asker: Asker, qtbot
+) -> None:
+    """The name Save as proposes is the plan's: saved under it, the entry is renamed with the plan when another
+    model is saved back into it (after the question that protects a plan), and what it held stays a version."""
+    window._ask_name = lambda sc: sc.name  # type: ignore[method-assign] # the user accepts the proposed name
+    first = window.save_to_library()
+    assert first is not None and window.library.get(first).name == "Qwen3-4B on an RTX 4090"
+    window.choose_model(OTHER_MODEL)
+    qtbot.waitUntil(lambda: not window.pending, timeout=5000)
+    # the title follows the plan, not the entry's old name
+    assert window.windowTitle().startswith("Llama-3.1-70B on an RTX 4090")
+    asker.replies.append("replace")
+    again = window.save_to_library()
+    assert asker.asked and again is not None
+    entry = window.library.get(again)
+    assert entry.name == "Llama-3.1-70B on an RTX 4090" and entry.scenario.model.id == OTHER_MODEL
+    assert window.windowTitle().startswith("Llama-3.1-70B on an RTX 4090")
+    kept = [v.scenario.model.id for v in window.library.versions(entry.id) if v.scenario is not None]
+    assert DEFAULT_SCENARIO.model.id in kept  # the Qwen plan it held is an earlier version
+    assert [e.name for e in window.library.entries()] == ["Llama-3.1-70B on an RTX 4090"]  # one entry, renamed
+
+
+def test_a_name_the_user_typed_stays_when_another_model_is_saved_back(window: MainWindow, asker: Asker, qtbot) -> None:
+    window._ask_name = lambda sc: "my plan"  # type: ignore[method-assign]
+    first = window.save_to_library()
+    window.choose_model(OTHER_MODEL)
+    qtbot.waitUntil(lambda: not window.pending, timeout=5000)
+    assert window.windowTitle().startswith("my plan")
+    asker.replies.append("replace")
+    again = window.save_to_library()
+    assert again == first and window.library.get(again).name == "my plan"

@@ -33,6 +33,7 @@ from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.facts import ModelFacts
 from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.performance import Performance
+from vramdesk.core.plan_name import has_generated_name
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.solve import ChangesResult, Option
 from vramdesk.services.catalog import Catalog, default_catalog
@@ -63,7 +64,7 @@ from .qt_i18n import install_qt_translations, save_language
 from .repaint_clock import RepaintClock
 from .results_pane import ResultsPane
 from .results_view import error_texts, pending_texts
-from .speed_view import estimate_speed, speed_line
+from .speed_view import estimate_speed, speed_line, timing_line
 from .window_actions import EXPORTS, WindowActions, droppable_path
 from .window_undo import FormEdit, text_field
 from .work_history import WorkState, change_text, changed_fields, same_plan
@@ -463,9 +464,11 @@ class MainWindow(WindowActions, QMainWindow):
         return not same_plan(current, self._saved)
 
     def _entry_name(self) -> str | None:
-        if self.library_entry_id is None:
+        """The library entry's name, unless it is the plan's generated name: that one follows the plan (and the
+        entry is renamed when the plan is saved back)."""
+        if self.library_entry_id is None or self._saved is None or not self._saved.name:
             return None
-        return self._saved.name if self._saved is not None and self._saved.name else None
+        return None if has_generated_name(self._saved) else self._saved.name
 
     def update_title(self) -> None:
         """The configuration's name (or the model's) with Qt's unsaved-changes marker; Qt adds the app name."""
@@ -520,7 +523,7 @@ class MainWindow(WindowActions, QMainWindow):
             self._repaint_clock.watch(self)
             self._repaint_clock.start(t0)
         else:
-            self.timing_label.setText(f"{tr('updated in')} {self.last_update_seconds * 1000:.1f} ms")
+            self.timing_label.setText(timing_line(self.last_update_seconds).text)
         self.update_title()
         self.estimated.emit(ev)
         return ev
@@ -528,12 +531,9 @@ class MainWindow(WindowActions, QMainWindow):
     def _repainted(self, total_s: float, paint_s: float) -> None:
         """The repaint after an estimate is done: the status bar says how long the user waited for it."""
         self.last_repaint_seconds = total_s
-        self.timing_label.setText(f"{tr('updated in')} {total_s * 1000:.1f} ms")
-        self.timing_label.setToolTip(
-            tr(
-                "From the change to the end of the repaint: estimate and widgets {estimate} ms, paint {paint} ms"
-            ).format(estimate=f"{self.last_update_seconds * 1000:.1f}", paint=f"{paint_s * 1000:.1f}")
-        )
+        line = timing_line(self.last_update_seconds, total_s, paint_s)
+        self.timing_label.setText(line.text)
+        self.timing_label.setToolTip(line.tooltip)
 
     # ------------------------------------------------------------------ speed and advice
     def _gpu_spec(self, ev: Evaluation) -> GpuSpec | None:

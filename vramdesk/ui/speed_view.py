@@ -66,3 +66,13 @@ def speed_line(perf: Performance) -> SpeedLine | None:
         text=f"{tr('Speed')}: " + " · ".join(parts) + bound,
         tooltip="\n".join([tr("Assumptions:")] + [f"• {localize(a)}" for a in perf.assumptions]),
     )
+
+
+def timing_line(update_s: float, total_s: float | None = None, paint_s: float = 0.0) -> SpeedLine:
+    """The status bar's "updated in N ms": the time to the end of the repaint (``total_s``) once it is known, else
+    the estimate and the widgets' update (``update_s``); the tooltip splits the two."""
+    if total_s is None:
+        return SpeedLine(f"{tr('updated in')} {update_s * 1000:.1f} ms", "")
+    split = tr("From the change to the end of the repaint: estimate and widgets {estimate} ms, paint {paint} ms")
+    tooltip = split.format(estimate=f"{update_s * 1000:.1f}", paint=f"{paint_s * 1000:.1f}")
+    return SpeedLine(f"{tr('updated in')} {total_s * 1000:.1f} ms", tooltip)

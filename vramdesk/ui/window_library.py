@@ -15,7 +15,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QInputDialog, QLineEdit, QMainWindow, QMessageBox
 
 from vramdesk.core.gpu import GpuSpec
-from vramdesk.core.plan_name import plan_name
+from vramdesk.core.plan_name import has_generated_name, plan_name
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import NAME_MAX, Autosave, Entry, LibraryError, ScenarioLibrary, StaleEntryError
 from vramdesk.storage.scenarios import ScenarioFileError
@@ -140,10 +140,15 @@ class LibraryActions(_Window):
                 return choice
             expected = on_disk.revision
         try:
-            return self.library.update(entry_id, scenario, expected_revision=expected)
+            entry = self.library.update(entry_id, scenario, expected_revision=expected)
         except StaleEntryError:  # saved by someone else between our read and our write: ask again
             self.library_entry_revision = None
             return self._save_back(entry_id, scenario)
+        generated = has_generated_name(on_disk.scenario) and has_generated_name(scenario)
+        if generated and scenario.name and scenario.name != entry.name:
+            # the entry was named by its plan (the name Save as proposed): the name follows the plan it now holds
+            entry = self.library.rename(entry.id, scenario.name)
+        return entry
 
     def ask_save_conflict(self, reason: str, name: str) -> str:
         """Replace the saved configuration, save as a new one, or cancel: "replace", "new" or "cancel"."""
