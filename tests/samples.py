@@ -11,3 +11,15 @@ def variant(**work: object) -> Scenario:
     data = DEFAULT_SCENARIO.model_dump()
     data["workload"].update(work)
     return Scenario.model_validate(data)
+
+
+def named_plan(name: str, **changes: object) -> Scenario:
+    """The default scenario named ``name``, with ``weights`` and workload fields changed."""
+    data = DEFAULT_SCENARIO.model_dump()
+    data["name"] = name
+    for k, v in changes.items():
+        if k == "weights":
+            data["weights"] = v
+        else:
+            data["workload"][k] = v
+    return Scenario.model_validate(data)

@@ -13,10 +13,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from samples import named_plan
 
 from vramdesk import cli
-from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.scenario import Scenario
 from vramdesk.storage.scenarios import save_scenario
 
 NAMES = ("bf16", "int4", "batch 8")
@@ -27,15 +26,7 @@ def run_cli(*args: str) -> tuple[int, str]:
     return cli.main(list(args), out=out), out.getvalue()
 
 
-def plan(name: str, **changes: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump()
-    data["name"] = name
-    for k, v in changes.items():
-        if k == "weights":
-            data["weights"] = v
-        else:
-            data["workload"][k] = v
-    return Scenario.model_validate(data)
+plan = named_plan
 
 
 @pytest.fixture

@@ -72,3 +72,20 @@ def write_or_print(text: str, output: str | None, out: TextIO, inputs: Sequence[
         atomic_write_text(Path(output), text)
     else:
         out.write(text)
+
+
+def run_child(cmd: list[str], fmt: str, output: Path) -> None:
+    """Run ``cmd`` (``python -m vramdesk.ui.<module> ...``) offscreen: the pictures need Qt, which the command line
+    itself never imports. Its last stderr line is the reason when it fails; a CliError says so."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        reason = lines[-1].removeprefix("vramdesk: error: ") if lines else f"exit status {proc.returncode}"
+        raise CliError(f"cannot render {fmt}: {reason}")
+    if not output.is_file():
+        raise CliError(f"cannot render {fmt}: {output} was not written")

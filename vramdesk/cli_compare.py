@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from vramdesk.cli_common import ERRORS, CliError, estimate_and_speed, read_scenario_file, write_or_print
+from vramdesk.cli_common import ERRORS, CliError, estimate_and_speed, read_scenario_file, run_child, write_or_print
 
 if TYPE_CHECKING:
     from vramdesk.report.comparison import CompareItem
@@ -68,22 +68,10 @@ def compare_files(files: Sequence[str | Path]) -> list[CompareItem]:
 
 
 def render_in_child(ns: argparse.Namespace, fmt: str, output: Path) -> None:
-    """png / svg / pdf / html need Qt: vramdesk.ui.compare_export renders them in a child process, so that this
-    process (the command line) never imports Qt."""
-    import os
-    import subprocess
-
-    env = dict(os.environ)
-    env["QT_QPA_PLATFORM"] = "offscreen"
+    """png / svg / pdf / html: vramdesk.ui.compare_export renders them in a child process."""
     cmd = [sys.executable, "-m", "vramdesk.ui.compare_export", *ns.files, "--format", fmt, "-o", str(output)]
     cmd += ["--unit", ns.unit] + (["--only-differences"] if ns.only_differences else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        reason = lines[-1].removeprefix("vramdesk: error: ") if lines else f"exit status {proc.returncode}"
-        raise CliError(f"cannot render {fmt}: {reason}")
-    if not output.is_file():
-        raise CliError(f"cannot render {fmt}: {output} was not written")
+    run_child(cmd, fmt, output)
 
 
 def _html(ns: argparse.Namespace, text: str, out: TextIO) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vramdesk.cli_common import ERRORS, CliError, estimate_and_speed, read_scenario_file
+from vramdesk.cli_common import ERRORS, CliError, estimate_and_speed, read_scenario_file, run_child
 from vramdesk.core.performance import Performance
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
@@ -127,29 +127,16 @@ def child_command(scenario_path: Path, fmt: str, output: Path, ns: argparse.Name
 
 
 def render_in_child(scenario: Scenario, fmt: str, output: Path, ns: argparse.Namespace) -> None:
-    """png / svg / pdf / html need Qt: vramdesk.ui.export renders them in a child process, so that this
-    process (the command line) never imports Qt. The scenario goes to it as a file in a fresh temporary folder,
-    removed afterwards whatever happens."""
-    import os
-    import subprocess
+    """png / svg / pdf / html: vramdesk.ui.export renders them in a child process. The scenario goes to it as a
+    file in a fresh temporary folder, removed afterwards whatever happens."""
     import tempfile
 
     from vramdesk.storage.scenarios import save_scenario
 
-    env = dict(os.environ)
-    env["QT_QPA_PLATFORM"] = "offscreen"
     with tempfile.TemporaryDirectory(prefix="vramdesk-export-") as folder:
         path = Path(folder) / "scenario.json"
         save_scenario(scenario, path)
-        proc = subprocess.run(
-            child_command(path, fmt, output, ns), capture_output=True, text=True, env=env, check=False
-        )
-    if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        reason = lines[-1].removeprefix("vramdesk: error: ") if lines else f"exit status {proc.returncode}"
-        raise CliError(f"cannot render {fmt}: {reason}")
-    if not output.is_file():
-        raise CliError(f"cannot render {fmt}: {output} was not written")
+        run_child(child_command(path, fmt, output, ns), fmt, output)
 
 
 def size_text(n: int) -> str:

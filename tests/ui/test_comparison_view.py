@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QColor, QFontMetrics, QImage
 from pytestqt.qtbot import QtBot
+from samples import named_plan
 
-from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import ScenarioLibrary
 from vramdesk.ui import i18n, qtapp, theme
 from vramdesk.ui.compare import LibraryWindow
@@ -31,15 +30,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 NAMES = ("bf16 baseline", "int4 weights", "batch 8")
 
 
-def variant(name: str, **work: object) -> Scenario:
-    data = DEFAULT_SCENARIO.model_dump()
-    data["name"] = name
-    for k, v in work.items():
-        if k == "weights":
-            data["weights"] = v
-        else:
-            data["workload"][k] = v
-    return Scenario.model_validate(data)
+variant = named_plan
 
 
 @pytest.fixture
