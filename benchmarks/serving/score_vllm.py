@@ -154,7 +154,7 @@ def predict(row: dict[str, Any]) -> Prediction:
 
 
 def score_rows(rows: Sequence[dict[str, Any]]) -> list[Scored]:
-    from vramdesk.cli import CliError
+    from vramdesk.cli_common import CliError
     from vramdesk.core.architecture import ConfigError
     from vramdesk.core.dtype_names import FormatError
     from vramdesk.core.estimate import EstimateError

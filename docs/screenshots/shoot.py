@@ -54,7 +54,9 @@ def plan(name: str, model: str, gpu: str, **work: object) -> Scenario:
 
 # 1. the browser with fit badges: Qwen3-8B, 8k prompt on an RTX 4090, the list sorted by fit
 start = plan("", "Qwen/Qwen3-8B", "RTX 4090", input_len=8192)
-w = MainWindow(start, detect=lambda: DetectionResult(reason="docs"), hub_search=None)
+w = MainWindow(
+    start, detect=lambda: DetectionResult(reason="no NVIDIA driver found (libnvidia-ml.so.1)"), hub_search=None
+)
 w.resize(1480, 900)
 w.show()
 settle(1.0)

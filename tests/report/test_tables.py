@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from vramdesk.cli import estimate_and_speed
+from vramdesk.cli_common import estimate_and_speed
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
 from vramdesk.report import tables as t
