@@ -144,7 +144,10 @@ def predict(row: dict[str, Any]) -> Prediction:
         "activation_peak_gib": component(lambda c: c.category == "activations", comps),
         "available_kv_gib": component(lambda c: c.category == "pool", comps),
         "kv_tokens": float(tokens) if tokens is not None else None,
-        "max_concurrency": tokens / mml if tokens is not None else None,
+        # vLLM's own figure (the pool over one request of max_model_len), tokens / max_model_len before it existed
+        "max_concurrency": info.max_concurrency
+        if info.max_concurrency is not None
+        else (tokens / mml if tokens is not None else None),
         "budget_gib": info.pool_bytes / GIB if info.pool_bytes is not None else None,
         "total_gpu_gib": gpu.memory_bytes / GIB if gpu is not None else None,
     }

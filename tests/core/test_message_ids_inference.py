@@ -20,7 +20,7 @@ from vramdesk.core import estimate as estimate_module
 from vramdesk.core import gpu as gpu_module
 from vramdesk.core.architecture import AttentionKind
 from vramdesk.core.dtype_names import FormatError
-from vramdesk.core.engines import ENGINES, UnknownEngineError, base, engine, llamacpp, transformers, vllm
+from vramdesk.core.engines import ENGINES, UnknownEngineError, base, engine, llamacpp, transformers, vllm, vllm_moe
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import hardware_text
 from vramdesk.core.kv import plan_kv
@@ -57,6 +57,7 @@ MODULES = (
     llamacpp,
     transformers,
     vllm,
+    vllm_moe,
     weight_format_text,
 )
 #: words the Chinese keeps as they are: a unit, an identifier written before its call parentheses, libraries,
@@ -110,6 +111,12 @@ KEPT = frozenset(
         "subpattern",
         "at",
         "position",
+        # vLLM's MoE kernels and the GPU architecture they are laid out for (names)
+        "Triton",
+        "Marlin",
+        "FlashInfer",
+        "ROCm",
+        "Hopper",
     ]
 )
 #: texts of other layers the inference texts pass through as they came (a refusal of quant_config's)
@@ -406,6 +413,12 @@ def _estimate_special() -> list[str]:
     gpt_oss = CAT.facts("openai/gpt-oss-20b")
     est = estimate(_s("openai/gpt-oss-20b", kind="finetune", method="lora"), gpt_oss, h100)
     out += [w for w in est.warnings if _ids(w) & _mine()]
+    # vLLM's start-up check (gpt-oss-120b at max_model_len 131072; at utilization 0.8 the weights leave no room)
+    big = CAT.facts("openai/gpt-oss-120b")
+    for util in (0.9, 0.8):
+        s = _s(big.model_id, kind="inference", engine="vllm", input_len=130560, vllm={"gpu_memory_utilization": util})
+        est = estimate(s, big, h100)
+        out += [c.explain for c in est.components if c.name == "weights"] + ([est.fit.message] if est.fit else [])
     return out
 
 

@@ -123,3 +123,25 @@ SOURCES: dict[str, str] = {
         "10.3 B per head x s^2 element, tensor-level trace of transformers (trace-oracle §3)",
     ),
 }
+
+#: vLLM's MXFP4 MoE (gpt-oss): the expert kernel vLLM picks (vllm/model_executor/layers/quantization/mxfp4.py,
+#: get_mxfp4_backend) and how Mxfp4MoEMethod.create_weights pads the per-rank intermediate size and the hidden size
+#: for it, as (intermediate multiple, hidden multiple). Hopper (sm90) runs the triton_kernels backend (FlashInfer's
+#: SM90 backend is opt-in: VLLM_USE_FLASHINFER_MOE_MXFP4_BF16), pads the intermediate to 64 and then lays the weights
+#: out for Hopper's MMA (below); Blackwell datacenter parts (sm100 family) run FlashInfer's BF16 backend (256 / 256);
+#: every other CUDA GPU (Ampere, Ada, consumer Blackwell sm120: triton_kernels needs 9.0 <= capability < 11.0) runs
+#: Marlin, whose MoE kernel needs n % 256 and k % 128 (128 / 256); ROCm pads both to 128 (get_padding_alignment;
+#: 256 on gfx950, MI350 / MI355).
+VLLM_MXFP4_PAD = {"triton": (64, 1), "flashinfer": (256, 256), "marlin": (128, 256), "rocm": (128, 128)}
+VLLM_MXFP4_PAD_GFX950 = 256
+#: triton_kernels' Hopper layouts (python/triton_kernels/triton_kernels/tensor_details/layout_details/: hopper_value.py
+#: HopperMXValueLayoutTransformation._padded_shape, hopper_scale.py HopperMXScaleLayoutTransformation.swizzle_data), as
+#: vLLM's _swizzle_mxfp4 (quantization/utils/mxfp4_utils.py) applies them with the MX axis on the input features: the
+#: packed weight bytes are padded to 64 along the input (2 values a byte) and to 256 along the output features; the
+#: E8M0 scales to 2 x num_warps x 2 x 8 rows (num_warps 8: 256) along the output and to 2 along the input blocks.
+#: The expert biases become fp32 (Mxfp4MoEMethod.process_weights_after_loading, Triton branch).
+VLLM_TRITON_HOPPER_VALUE_ALIGN = (64, 256)
+VLLM_TRITON_HOPPER_SCALE_ALIGN = (2 * 8 * 2 * 8, 2)
+#: the fused-MoE modular kernel runs at most this many tokens through the experts at once
+#: (vllm/envs.py VLLM_FUSED_MOE_CHUNK_SIZE, default 16 * 1024)
+VLLM_FUSED_MOE_CHUNK = 16 * 1024

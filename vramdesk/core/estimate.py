@@ -328,6 +328,7 @@ def _estimate(
             budget_bytes=run.fit_budget,
             budget_label=run.fit_budget_label,
             headroom_fraction=headroom_fraction,
+            refusal=run.fit_refusal,
         )
         if gpu is not None
         else None

@@ -59,6 +59,7 @@ def verdict(
     budget_label: str = "",
     headroom_fraction: float | None = None,
     allocated_bytes: int | None = None,
+    refusal: Text | None = None,
 ) -> Fit:
     """``required_bytes`` is what the busiest GPU needs (device level, as nvidia-smi shows it).
 
@@ -69,6 +70,9 @@ def verdict(
     blocks). When only the cache overflows the card, the run is "tight", not "does not fit": the caching allocator
     frees its cached blocks and retries before it reports out of memory, so it succeeds unless the blocks it cannot
     give back (split ones) leave too little.
+
+    ``refusal``: the engine's own start-up check failed (vLLM: no room for one request of max_model_len); the verdict
+    is "does not fit" with that reason, whatever the bytes say.
     """
     available = gpu.memory_bytes if gpu.free_bytes is None else max(0, min(gpu.memory_bytes, gpu.free_bytes))
     where: Text = FREE if gpu.free_bytes is not None else TOTAL
@@ -86,6 +90,9 @@ def verdict(
     if available == 0 and where == "free":
         v = "does not fit"
         msg = join("; ", _nothing_free(gpu), NEEDS_PER_GPU(need=need))
+    elif refusal is not None:
+        v = "does not fit"
+        msg = refusal
     elif cache_only and allocated_bytes is not None:
         v = "tight"
         msg = CACHE_ONLY(

@@ -96,6 +96,8 @@ class EngineInfo(_Frozen):
     pool_bytes: int | None = None
     kv_capacity_tokens: int | None = None
     max_concurrent_sequences: int | None = None
+    #: vLLM: "Maximum concurrency for <max_model_len> tokens per request": the KV pool over one request's KV
+    max_concurrency: float | None = None
     #: llama.cpp: layers on the GPU
     gpu_layers: int | None = None
     total_layers: int | None = None

@@ -102,6 +102,8 @@ class EngineRun:
     fit_required: int | None = None
     fit_budget: int | None = None
     fit_budget_label: str = ""
+    #: engines with a start-up check (vLLM): why the engine would not start, which makes the verdict "does not fit"
+    fit_refusal: Text | None = None
 
 
 def torch_context(gpu: GpuSpec | None) -> Component:

@@ -3,16 +3,19 @@ vLLM's KV rule (paged KV, hybrid allocator windows, MLA latent)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LinearAttnSpec
 from ..fit import BUDGET_LABEL
 from ..gpu import GIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
-from ..messages import Message, Text
+from ..messages import Message, Text, join
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload, VllmOptions
 from .base import Context, Engine, EngineRun, max_layer_transient, weights_component
+from .vllm_moe import fused_moe_transient, mxfp4_backend, mxfp4_padding
 
 TP_HEADS = Message("vllm.tp.heads", "vLLM: tensor parallel {tp} does not divide the {heads} attention heads")
 TP_KV_HEADS = Message(
@@ -21,6 +24,11 @@ TP_KV_HEADS = Message(
 PROFILE = Message(
     "vllm.profile_activations",
     "vLLM profiles one step of max_num_batched_tokens {batched}: {layer} (/ TP {tp}), plus fp32 logits and sampler "
+    "buffers for max_num_seqs {seqs} x vocab {vocab}",
+)
+PROFILE_MOE = Message(
+    "vllm.profile_activations.moe",
+    "vLLM profiles one step of max_num_batched_tokens {batched}: {layer} (one GPU's), plus fp32 logits and sampler "
     "buffers for max_num_seqs {seqs} x vocab {vocab}",
 )
 CUDA_GRAPHS = Message(
@@ -55,6 +63,23 @@ CHOOSE_GPU = Message(
 )
 SHARD = Message("vllm.weights.shard", "tensor parallel {tp} x pipeline parallel {pp}: one GPU's shard")
 RESERVED = Message("vllm.reserved", "vLLM allocates its KV pool in one piece: reserved = allocated")
+#: vLLM's start-up check (vllm/v1/core/kv_cache_utils.py, check_enough_kv_cache_memory): no memory left for the KV
+#: cache at all, or less than one request of max_model_len needs
+NO_CACHE_ROOM = Message(
+    "vllm.start.no_cache_room",
+    'vLLM would not start ("No available memory for the cache blocks"): weights, profile activations, graphs and '
+    "non-torch memory take {fixed:.2f} GiB of the {pool:.2f} GiB gpu_memory_utilization {utilization} gives, "
+    "{available:.2f} GiB left for the KV cache; one request of max_model_len {seq_len} tokens needs {need:.2f} GiB",
+)
+ONE_REQUEST = Message(
+    "vllm.start.one_request",
+    "vLLM would not start: one request of max_model_len {seq_len} tokens (this plan's input + output) needs "
+    "{need:.2f} GiB of KV cache, more than the {available:.2f} GiB available (gpu_memory_utilization {utilization}); "
+    "that memory holds {max_len:,} tokens",
+)
+CONCURRENCY = Message(
+    "vllm.max_concurrency", "maximum concurrency for {seq_len} tokens per request: {concurrency:.2f}x"
+)
 
 
 def vllm_tp_problem(arch: Architecture, tp: int) -> Text | None:
@@ -90,11 +115,17 @@ def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
     # max_num_seqs sequences; activations are sharded by TP for the MLP/attention widths
     layer_b, layer_text = max_layer_transient(arch, batched, 1, min(batched, seq_len), c, "flash")
     layer_b = round(layer_b / tp)
+    # an MoE layer runs vLLM's fused-MoE kernel: its buffers per rank (not split by TP along the tokens)
+    mxfp4 = mxfp4_backend(ctx.gpu) if ctx.weight_kind == "mxfp4" else None
+    moe_b, moe_text = fused_moe_transient(arch, batched, tp, c, mxfp4)
     sampler = opts.max_num_seqs * arch.vocab * 4 * 2
-    act = layer_b + sampler + batched * arch.hidden * c * 2
+    rest = sampler + batched * arch.hidden * c * 2
+    if moe_text is not None and moe_b > layer_b:
+        explain = PROFILE_MOE(batched=batched, layer=moe_text, seqs=opts.max_num_seqs, vocab=arch.vocab)
+        return Component(name="profile-run activations", bytes=moe_b + rest, category="activations", explain=explain)
     return Component(
         name="profile-run activations",
-        bytes=act,
+        bytes=layer_b + rest,
         category="activations",
         explain=PROFILE(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab),
     )
@@ -126,42 +157,43 @@ def _non_torch(tp: int) -> Component:
 
 
 def _kv_pool(
-    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float
-) -> tuple[Component, dict[str, int | None], list[Text]]:
+    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float, one_request: int
+) -> tuple[Component, dict[str, Any], list[Text]]:
     """The KV pool gpu_memory_utilization leaves (or, with no GPU chosen, the KV the requests need), the pool's
     answers and its warnings."""
     opts = ctx.work.vllm
     b = ctx.work.batch
     seq_len = ctx.input_len + ctx.work.output_len
     warnings: list[Text] = []
-    info_kwargs: dict[str, int | None] = {}
+    info_kwargs: dict[str, Any] = {}
     if ctx.gpu is not None:
         pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
         kv_pool = max(0, pool - fixed)
         capacity = int(kv_pool // per_tok) if per_tok else None
         per_seq = (need_kv / b) if b else 0
         max_seqs = int(kv_pool // per_seq) if per_seq else opts.max_num_seqs
+        # vLLM's "Maximum concurrency for max_model_len tokens per request": the pool over one request's KV
+        concurrency = kv_pool / one_request if one_request else None
         info_kwargs = {
             "pool_bytes": pool,
             "kv_capacity_tokens": capacity,
             "max_concurrent_sequences": min(max_seqs, opts.max_num_seqs),
+            "max_concurrency": round(concurrency, 4) if concurrency is not None else None,
         }
-        kv = Component(
-            name="KV cache pool",
-            bytes=kv_pool,
-            category="pool",
-            explain=POOL(
-                utilization=opts.gpu_memory_utilization,
-                memory=ctx.gpu.memory_bytes / GIB,
-                pool=pool / GIB,
-                capacity=capacity,
-                per_token=per_tok,
-                batch=b,
-                seq_len=seq_len,
-                need=need_kv / GIB,
-                plan=plan.explain,
-            ),
+        explain = POOL(
+            utilization=opts.gpu_memory_utilization,
+            memory=ctx.gpu.memory_bytes / GIB,
+            pool=pool / GIB,
+            capacity=capacity,
+            per_token=per_tok,
+            batch=b,
+            seq_len=seq_len,
+            need=need_kv / GIB,
+            plan=plan.explain,
         )
+        if concurrency is not None:
+            explain = join("; ", explain, CONCURRENCY(seq_len=seq_len, concurrency=concurrency))
+        kv = Component(name="KV cache pool", bytes=kv_pool, category="pool", explain=explain)
         if need_kv > kv_pool:
             warnings.append(POOL_TOO_SMALL(pool=kv_pool / GIB, batch=b, seq_len=seq_len, need=need_kv / GIB))
     else:
@@ -173,6 +205,38 @@ def _kv_pool(
         )
         warnings.append(CHOOSE_GPU())
     return kv, info_kwargs, warnings
+
+
+def _weights(ctx: Context, share: float, tp: int, pp: int) -> Component:
+    """One GPU's shard of the weights; MXFP4 experts as vLLM's kernel for this GPU pads them."""
+    weights = weights_component(ctx, share, None if tp * pp == 1 else SHARD(tp=tp, pp=pp))
+    if ctx.weight_kind != "mxfp4":
+        return weights
+    extra, note = mxfp4_padding(ctx.arch, ctx.gpu, tp, pp)
+    if note is None:
+        return weights
+    return weights.model_copy(update={"bytes": weights.bytes + extra, "explain": join("; ", weights.explain, note)})
+
+
+def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float) -> Text | None:
+    """Why vLLM would refuse to start (kv_cache_utils.py, check_enough_kv_cache_memory): the memory left for the
+    KV cache is not positive, or smaller than one request of max_model_len needs; None when it starts."""
+    assert ctx.gpu is not None
+    opts = ctx.work.vllm
+    seq_len = ctx.input_len + ctx.work.output_len
+    pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
+    available = pool - fixed
+    if available <= 0:
+        return NO_CACHE_ROOM(
+            fixed=fixed / GIB, pool=pool / GIB, utilization=opts.gpu_memory_utilization,
+            available=available / GIB, seq_len=seq_len, need=one_request / GIB,
+        )  # fmt: skip
+    if one_request > available:
+        return ONE_REQUEST(
+            seq_len=seq_len, need=one_request / GIB, available=available / GIB,
+            utilization=opts.gpu_memory_utilization, max_len=int(available // per_tok) if per_tok else 0,
+        )  # fmt: skip
+    return None
 
 
 def vllm_run(ctx: Context) -> EngineRun:
@@ -187,7 +251,7 @@ def vllm_run(ctx: Context) -> EngineRun:
     warnings: list[Text] = []
     # tensor parallel shards every layer; pipeline parallel gives each stage 1/pp of the layers
     w_share = 1.0 / (tp * pp)
-    weights = weights_component(ctx, w_share, None if tp * pp == 1 else SHARD(tp=tp, pp=pp))
+    weights = _weights(ctx, w_share, tp, pp)
     activations = _profile_activations(ctx, batched, tp)
     act = activations.bytes
     graphs = _cuda_graphs(opts)
@@ -206,12 +270,18 @@ def vllm_run(ctx: Context) -> EngineRun:
     )
     kv_div = 1 / vllm_kv_share(arch, tp) * pp
     need_kv = round((plan.kv_bytes + plan.state_bytes) / kv_div)
+    one = plan_kv(
+        arch, ENGINE, tokens=seq_len, seqs=1, kv_bits=kv_bits, compute_bytes=c, block_size=opts.block_size,
+        batched_tokens=batched, layers=kv_layers,
+    )  # fmt: skip
+    one_request = round((one.kv_bytes + one.state_bytes) / kv_div)
     non_torch_c = _non_torch(tp)
     non_torch = non_torch_c.bytes
     fixed = weights.bytes + act + sum(g.bytes for g in graphs) + non_torch
     per_tok = plan.bytes_per_token_all_layers / kv_div
-    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok)
+    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok, one_request)
     warnings.extend(pool_warnings)
+    refusal = _start_check(ctx, fixed, one_request, per_tok) if ctx.gpu is not None else None
     serving = [weights, activations, *graphs, kv]
     phases = [
         Phase(name="load", components=(weights,)),
@@ -219,7 +289,10 @@ def vllm_run(ctx: Context) -> EngineRun:
         Phase(name="serving", components=tuple(serving)),
     ]
     info = EngineInfo(
-        engine="vllm", kv_bytes_per_token=per_tok, state_bytes_per_sequence=plan.state_bytes_per_sequence, **info_kwargs
+        engine="vllm",
+        kv_bytes_per_token=per_tok,
+        state_bytes_per_sequence=plan.state_bytes_per_sequence,
+        **info_kwargs,
     )
     return EngineRun(
         phases=phases,
@@ -233,6 +306,7 @@ def vllm_run(ctx: Context) -> EngineRun:
         fit_required=fixed + need_kv,
         fit_budget=info_kwargs.get("pool_bytes"),
         fit_budget_label=BUDGET_LABEL(utilization=opts.gpu_memory_utilization),
+        fit_refusal=refusal,
     )
 
 
