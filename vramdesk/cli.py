@@ -167,9 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     gpus.add_argument("--json", action="store_true", help="print one JSON object")
     from vramdesk.cli_compare import add_compare_parser
     from vramdesk.cli_export import add_export_parser
+    from vramdesk.cli_sweep import add_sweep_parser
 
     add_compare_parser(sub)
     add_export_parser(sub, _add_estimate_options)
+    add_sweep_parser(sub, _add_estimate_options)
     return parser
 
 
@@ -590,6 +592,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from vramdesk.cli_export import run_export
 
         return run_export(ns, scenario_from, _options_dict(ns))
+    if ns.command == "sweep":
+        from vramdesk.cli_sweep import run_sweep
+
+        return run_sweep(ns, out, scenario_from, _options_dict(ns))
     try:
         if ns.jsonl:
             if ns.model:

@@ -18,7 +18,11 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QUndoStack
 from PySide6.QtWidgets import QApplication, QFileDialog, QMenu, QMessageBox, QTabWidget
 
+from vramdesk.core.facts import ModelFacts
+from vramdesk.core.gpu import GpuSpec
+from vramdesk.core.scenario import Scenario
 from vramdesk.safety import check_output
+from vramdesk.services.catalog import Catalog
 from vramdesk.services.deepspeed import (
     DeepSpeedConfigError,
     apply_deepspeed,
@@ -32,6 +36,8 @@ from vramdesk.storage.scenarios import ScenarioFileError, save_scenario
 
 from .charts import BreakdownChart
 from .core_text import localize
+from .fit_map_view import FitMapDialog
+from .fit_map_view import open_for as open_fit_map
 from .i18n import LANGUAGES, language, tr
 from .presenter import EstimateView, Evaluation, describe_error, scenario_from_form
 from .window_library import LibraryActions
@@ -75,7 +81,13 @@ class WindowActions(LibraryActions):
         recent_menu: QMenu
 
         evaluation: Evaluation | None
+        headroom_fraction: float | None
+        _catalog: Catalog
 
+        def current_scenario(self) -> Scenario | None: ...
+        def _known_facts(self, ref: str) -> ModelFacts: ...
+        def _gpu_spec(self, ev: Evaluation) -> GpuSpec | None: ...
+        def apply_plan(self, scenario: Scenario, label: str, keep_detected: bool = True) -> None: ...
         def choose_model(self, model_id: str) -> None: ...
         def focus_search(self) -> None: ...
         def detect_gpus_again(self) -> None: ...
@@ -129,6 +141,8 @@ class WindowActions(LibraryActions):
         view.addAction(self._action(tr("Detect GPUs again"), QKeySequence("F5"), self.detect_gpus_again))
         self.action_gpus_view = self._action(tr("&Which GPUs…"), QKeySequence("Ctrl+Shift+G"), self.open_gpus_view)
         view.addAction(self.action_gpus_view)
+        self.action_fit_map = self._action(tr("Fit &map…"), QKeySequence("Ctrl+Shift+M"), self.open_fit_map)
+        view.addAction(self.action_fit_map)
         file_menu.insertAction(
             file_menu.actions()[-2],
             self._action(tr("Se&ttings…"), QKeySequence.StandardKey.Preferences, self.open_settings),
@@ -160,6 +174,10 @@ class WindowActions(LibraryActions):
         edit.addAction(self.action_copy_image)
         edit.addAction(self._action(tr("Copy table as Markdown"), QKeySequence(), lambda: self.copy_table("md")))
         edit.addAction(self._action(tr("Copy table as TSV"), QKeySequence(), lambda: self.copy_table("tsv")))
+
+    def open_fit_map(self) -> FitMapDialog:
+        """The fit map (View menu) for the plan the form shows; a clicked square plans with its settings."""
+        return open_fit_map(self)
 
     def _action(self, text: str, shortcut: Any, slot: Callable[[], Any]) -> QAction:
         act = QAction(text, self)
