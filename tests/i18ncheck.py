@@ -48,6 +48,13 @@ CORE_WHITELIST = frozenset(
         "CUDA",
         "cuBLAS",
         "NCCL",
+        # vLLM's MXFP4 kernels and the GPU architectures they are chosen by
+        "Triton",
+        "Marlin",
+        "FlashInfer",
+        "ROCm",
+        "Hopper",
+        "Blackwell",
         "PyTorch",
         "torch",
         "torchtune",

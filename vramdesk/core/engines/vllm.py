@@ -78,7 +78,7 @@ ONE_REQUEST = Message(
     "that memory holds {max_len:,} tokens",
 )
 CONCURRENCY = Message(
-    "vllm.max_concurrency", "maximum concurrency for {seq_len} tokens per request: {concurrency:.2f}x"
+    "vllm.max_concurrency", "maximum concurrency for {seq_len} tokens per request: {concurrency:.2f} x"
 )
 
 
