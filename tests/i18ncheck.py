@@ -74,6 +74,8 @@ CORE_WHITELIST = frozenset(
         "transformers",
         "vLLM",
         "vllm",
+        "SGLang",
+        "sglang",
         "llamacpp",
         "ggml",
         "ggml-cuda",

@@ -12,6 +12,7 @@ import pytest
 from vramdesk import cli
 from vramdesk.core import scenario as sc
 from vramdesk.core.options import Option, by_flag, option, options
+from vramdesk.core.workloads import SglangOptions
 from vramdesk.ui import i18n
 from vramdesk.ui.presenter import FormValues, form_from_scenario, scenario_from_form
 
@@ -31,6 +32,7 @@ def test_every_setting_of_a_scenario_is_in_the_table_once() -> None:
                 sc.FinetuneWorkload,
                 sc.VllmOptions,
                 sc.LlamaCppOptions,
+                SglangOptions,
                 sc.Hardware,
                 sc.Parallelism,
                 sc.Scenario,
@@ -40,7 +42,7 @@ def test_every_setting_of_a_scenario_is_in_the_table_once() -> None:
     names = [o.name for o in options()]
     assert sorted(names) == sorted(declared) and len(names) == len(set(names))
     # the nested sections and the bookkeeping fields are not settings
-    assert not {"vllm", "llamacpp", "schema_version", "model", "workload", "kind"} & set(names)
+    assert not {"vllm", "llamacpp", "sglang", "schema_version", "model", "workload", "kind"} & set(names)
     for o in options():
         assert o.label and o.help and o.group, o.name
         assert o.kind != "choice" or o.default in o.values, o.name

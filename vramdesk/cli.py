@@ -14,7 +14,7 @@ from typing import Any, BinaryIO, NoReturn, TextIO
 from pydantic import ValidationError
 
 from vramdesk import __version__
-from vramdesk.core import jsonsafe
+from vramdesk.core import engines, jsonsafe
 from vramdesk.core.estimate import estimate
 from vramdesk.core.gpu import GIB, GpuSpec
 from vramdesk.core.options import Option, by_flag, options
@@ -293,7 +293,8 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
     e = est.engine
     if e.kv_capacity_tokens is not None:
         out.write(
-            f"\n  vLLM KV pool: {e.kv_capacity_tokens:,} tokens; up to {e.max_concurrent_sequences} sequences "
+            f"\n  {engines.engine(e.engine).display_name} KV pool: {e.kv_capacity_tokens:,} tokens; up to "
+            f"{e.max_concurrent_sequences} sequences "
             "of this length at once\n"
         )
     if est.fit:

@@ -11,7 +11,7 @@ and compares, per figure, what vLLM logged with what vramdesk predicts:
 
 It prints figures only (rows, median and 90th-percentile |error| %, the median signed error, the worst rows),
 for all rows and for the held-out split, and the verdict agreement; it passes or fails nothing. Rows vramdesk
-cannot express are listed with the reason. ``sglang_logs.yaml`` is validated and printed (SGLang is not modelled).
+cannot express are listed with the reason. ``sglang_logs.yaml`` is validated and listed here; score_sglang.py scores it.
 
     python benchmarks/serving/score_vllm.py [--held-out] [--limit N] [--id ID ...]
 """
@@ -240,7 +240,7 @@ def print_not_expressible(scored: Sequence[Scored], out: Any = sys.stdout) -> No
 
 
 def print_sglang(rows: Sequence[dict[str, Any]], out: Any = sys.stdout) -> None:
-    print(f"\n== SGLang rows (not modelled; validated and listed): {len(rows)}", file=out)
+    print(f"\n== SGLang rows (validated and listed; scored by score_sglang.py): {len(rows)}", file=out)
     for r in rows:
         lg, st = r["logged"], r["settings"]
         kv = lg.get("kv_gib")

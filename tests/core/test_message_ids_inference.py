@@ -20,7 +20,17 @@ from vramdesk.core import estimate as estimate_module
 from vramdesk.core import gpu as gpu_module
 from vramdesk.core.architecture import AttentionKind
 from vramdesk.core.dtype_names import FormatError
-from vramdesk.core.engines import ENGINES, UnknownEngineError, base, engine, llamacpp, transformers, vllm, vllm_moe
+from vramdesk.core.engines import (
+    ENGINES,
+    UnknownEngineError,
+    base,
+    engine,
+    llamacpp,
+    sglang,
+    transformers,
+    vllm,
+    vllm_moe,
+)
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import hardware_text
 from vramdesk.core.kv import plan_kv
@@ -40,6 +50,7 @@ PREFIXES = (
     "transformers.",
     "vllm.",
     "llamacpp.",
+    "sglang.",
     "engine.",
     "estimate.",
     "inventory.",
@@ -55,6 +66,7 @@ MODULES = (
     kv,
     kv_layers,
     llamacpp,
+    sglang,
     transformers,
     vllm,
     vllm_moe,
@@ -193,6 +205,15 @@ SCENARIOS = [
     _s("Qwen/Qwen3-32B", "RTX 4090", gpus=2, parallel={"tp": 2}, kind="inference", engine="vllm"),
     _s("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference", engine="vllm"),
     _s(Q8, "H100 SXM", gpus=2, nodes=2, parallel={"tp": 2, "pp": 2}, kind="inference", engine="vllm"),
+    # SGLang: its own fraction, no GPU, a fraction too small for the weights and one that leaves nothing outside,
+    # a pool smaller than the requests, tensor parallel, linear-attention states
+    _s(Q8, "H100 SXM", kind="inference", engine="sglang"),
+    _s(Q8, None, kind="inference", engine="sglang"),
+    _s(Q8, "H100 SXM", kind="inference", engine="sglang", sglang={"mem_fraction_static": 0.1}),
+    _s(Q8, "H100 SXM", kind="inference", engine="sglang", sglang={"mem_fraction_static": 0.99}),
+    _s(Q8, "RTX 4090", kind="inference", engine="sglang", batch=64, input_len=32000),
+    _s("Qwen/Qwen3-32B", "RTX 4090", gpus=2, parallel={"tp": 2}, kind="inference", engine="sglang"),
+    _s("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", gpus=4, parallel={"tp": 4}, kind="inference", engine="sglang"),
     _s(Q8, "H100 SXM", gpus=2, nodes=2, kind="inference"),
     _s(Q8, "RTX 4090", weights="q4_k_m", kind="inference", engine="llamacpp"),
     _s(Q8, "RTX 4090", weights="q8_0", kind="inference", engine="llamacpp", llamacpp={"flash_attn": False}),
@@ -298,6 +319,9 @@ def _direct_texts() -> list[str]:
     out += [
         vllm.vllm_tp_problem(CAT.facts("Qwen/Qwen2.5-7B").arch, 7) or "",
         vllm.vllm_tp_problem(llama, 3) or "",
+        sglang.sglang_tp_problem(CAT.facts("Qwen/Qwen2.5-7B").arch, 7) or "",
+        sglang.sglang_tp_problem(llama, 3) or "",
+        sglang.BUDGET_LABEL(fraction=0.85),
     ]
     for name in ("bf16", "fp32", "fp16", "fp8", "fp8-block", "fp8-block-64x64", "fp8-channel", "int8", "int4"):
         out += _format_texts(parse_weight_format(name))

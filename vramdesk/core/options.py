@@ -26,6 +26,7 @@ from .scenario import (
     Scenario,
     VllmOptions,
 )
+from .workloads import SglangOptions
 
 Kind = Literal["bool", "int", "float", "choice", "text", "list"]
 
@@ -35,6 +36,7 @@ _SECTIONS: tuple[tuple[type[BaseModel], tuple[str, ...], str | None], ...] = (
     (InferenceWorkload, ("workload",), "inference"),
     (VllmOptions, ("workload", "vllm"), "inference"),
     (LlamaCppOptions, ("workload", "llamacpp"), "inference"),
+    (SglangOptions, ("workload", "sglang"), "inference"),
     (FinetuneWorkload, ("workload",), "finetune"),
     (Hardware, ("hardware",), None),
     (Parallelism, ("parallelism",), None),

@@ -13,7 +13,7 @@ from pydantic.config import JsonDict
 
 from .messages import Message
 
-Engine = Literal["transformers", "vllm", "llamacpp"]
+Engine = Literal["transformers", "vllm", "llamacpp", "sglang"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
 SplitMode = Literal["layer", "row"]
@@ -53,9 +53,9 @@ def option(
     these back as the option table).
 
     ``label``: the form's label (``&`` marks the keyboard shortcut); ``help``: the tooltip and the command line's
-    help; ``group``: the form box it sits in ("model", "inference", "vllm", "llamacpp", "device_map", "finetune",
-    "hardware"; "hidden" = scripts and saved files only); ``flag``: the long option when it is not the field's
-    name (``--gpus`` for ``gpu_count``); ``shown``: the default in words when it is None ("auto", "all");
+    help; ``group``: the form box it sits in ("model", "inference", "vllm", "llamacpp", "sglang", "device_map",
+    "finetune", "hardware"; "hidden" = scripts and saved files only); ``flag``: the long option when it is not the
+    field's name (``--gpus`` for ``gpu_count``); ``shown``: the default in words when it is None ("auto", "all");
     ``choices``: value -> (label, tip) for a choice the form names in words (a tip for each value it offers);
     ``form``: how the form's widget shows it (``values``: the values it offers, in its order; ``step``,
     ``decimals``, ``minimum``, ``prefix``, ``suffix``; ``special``: the text at the minimum; ``readout``: a
@@ -108,6 +108,54 @@ class VllmOptions(_Frozen):
     )
     block_size: int = option(
         16, ge=1, le=1024, label="Block size", help="vLLM: tokens per KV cache page", group="hidden"
+    )
+
+
+class SglangOptions(_Frozen):
+    #: None = SGLang's own rule (server_args.py ``_handle_gpu_memory_settings``): the GPU's memory less an allowance
+    #: for activations, CUDA graphs and parallel buffers
+    mem_fraction_static: float | None = option(
+        None,
+        gt=0.0,
+        le=1.0,
+        label="Static memory fraction",
+        help="Fraction of the GPU's free memory SGLang takes up front for the weights and the KV token pool "
+        "(--mem-fraction-static); auto = SGLang's rule from the GPU's memory, the prefill chunk and the CUDA-graph "
+        "batch size",
+        group="sglang",
+        shown="auto",
+        form={"minimum": 0.05, "step": 0.01, "decimals": 3},
+    )
+    #: None = SGLang's default for the GPU's memory (2,048 tokens below 35 GiB, 4,096 below 60 GiB, 8,192 below
+    #: 160 GiB, else 16,384)
+    chunked_prefill_size: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Chunked prefill",
+        help="Prompt tokens one prefill step takes (--chunked-prefill-size); auto = SGLang's default for the GPU's "
+        "memory",
+        group="sglang",
+        shown="auto",
+        form={"step": 1024, "suffix": " tokens"},
+    )
+    #: None = SGLang's default for the GPU's memory and TP (8 to 512)
+    cuda_graph_max_bs: int | None = option(
+        None,
+        ge=1,
+        le=4096,
+        label="CUDA-graph batch",
+        help="Largest decode batch SGLang captures as a CUDA graph (--cuda-graph-max-bs); auto = SGLang's default "
+        "for the GPU's memory and tensor parallel size",
+        group="sglang",
+        shown="auto",
+        form={"step": 8, "accessible": "Largest CUDA-graph batch size"},
+    )
+    disable_cuda_graph: bool = option(
+        False,
+        label="disable CUDA graphs",
+        help="SGLang --disable-cuda-graph: no graph capture, less memory outside the static fraction, slower decoding",
+        group="sglang",
     )
 
 
@@ -213,6 +261,11 @@ class InferenceWorkload(_Frozen):
                 "llamacpp",
                 "llama.cpp: GGUF block formats, KV cache sized for n_ctx, layers may stay on the CPU",
             ),
+            "sglang": (
+                "sglang",
+                "SGLang takes mem_fraction_static of the GPU for the weights and a token pool; the question is how "
+                "many tokens fit",
+            ),
         },
     )
     attention: Attention = option("sdpa", **_ATTENTION)
@@ -285,6 +338,7 @@ class InferenceWorkload(_Frozen):
     )
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
+    sglang: SglangOptions = SglangOptions()
 
 
 Method = Literal["full", "lora", "qlora"]

@@ -44,6 +44,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("inference", ""),
     ("vllm", "vLLM"),
     ("llamacpp", "llama.cpp"),
+    ("sglang", "SGLang"),
     ("device_map", "transformers device_map"),
     ("finetune", ""),
     ("hardware", "Hardware"),
