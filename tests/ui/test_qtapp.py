@@ -3,7 +3,9 @@ nothing that Qt would tell every live widget about, and it refuses to run off th
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import pytest
 import shiboken6
@@ -49,3 +51,23 @@ def test_the_offscreen_notices_are_quiet_and_the_rest_goes_on(capsys: pytest.Cap
     assert got == ["something else"]
     qtapp._quiet_handler(None, None, "printed")  # type: ignore[arg-type]
     assert capsys.readouterr().err == "printed\n"
+
+
+def test_the_garbage_collector_runs_on_the_gui_thread_only(qtbot) -> None:
+    """Automatic collection is off once the application is set up, and the GUI thread's timer collects: a worker
+    thread that allocates never starts a collection that frees Qt objects there (the deadlock of issue 21's runs)."""
+    qtapp.ensure_app()
+    assert not gc.isenabled()
+    collector = qtapp._COLLECTOR[0]
+    assert collector.timer.isActive()
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    probe = Cycle()
+    gone = weakref.ref(probe)
+    del probe
+    for _ in range(gc.get_threshold()[0] + 10):  # past the first generation's threshold
+        Cycle()
+    qtbot.waitUntil(lambda: gone() is None, timeout=5000)  # collected by the timer, on this thread

@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QMessageLogContext, Qt, QThread, QtMsgType, qInstallMessageHandler
 from PySide6.QtGui import QFont, QFontDatabase, QGuiApplication
@@ -84,6 +85,21 @@ def _check_thread(app: QCoreApplication | None) -> None:
         raise RuntimeError("ensure_app() called from a thread other than the QApplication's (the GUI thread)")
 
 
+#: Python's cyclic garbage collector runs on the GUI thread only (pyqtgraph's GarbageCollector: automatic
+#: collection off, a timer collects when the counts pass the thresholds). A collection that starts on a worker
+#: thread (the fit badges, the advice, the Hub) can free a dead window's Qt objects there: Qt's signal lock taken,
+#: then the GIL awaited, while the GUI thread holds the GIL and awaits that lock. Full test runs hung so twice
+#: (py-spy: gc_collect_main under Text.__new__ on a pool thread, QObject::disconnect on both threads).
+_COLLECTOR: list[Any] = []
+
+
+def _collect_on_the_gui_thread() -> None:
+    if not _COLLECTOR:
+        from pyqtgraph.util.garbage_collector import GarbageCollector
+
+        _COLLECTOR.append(GarbageCollector(interval=0.5))
+
+
 def ensure_app() -> QApplication:
     """The running QApplication, or a new one set up the way the window expects.
 
@@ -103,6 +119,7 @@ def ensure_app() -> QApplication:
         app.setApplicationName("vramdesk")
         app.setApplicationDisplayName("vramdesk")
         app.setOrganizationName("vramdesk")
+    _collect_on_the_gui_thread()
     style = app.style()
     if style is None or style.name().lower() != STYLE.lower():
         # once: setStyle() deletes the previous style object and re-polishes every widget alive

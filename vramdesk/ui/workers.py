@@ -8,7 +8,8 @@ never overwrites a newer one. Results come back to the GUI thread through a queu
 The worker threads emit on one relay object that lives as long as the process, never on a runner's own child:
 a pool thread emitting (holding Python's GIL and waiting for the object's signal lock) on an object the GUI thread
 is destroying (holding that lock and waiting for the GIL to drop the object's Python wrapper) deadlocks both. The
-relay hands each result to its runner by key; a runner that is gone gets nothing.
+relay hands each result to its runner by key; a runner that is gone gets nothing. (Python's garbage collector,
+which could free Qt objects on a worker thread the same way, runs on the GUI thread only: ``qtapp.ensure_app``.)
 """
 
 from __future__ import annotations
