@@ -58,14 +58,14 @@ from .presenter import (
     evaluate_form,
     form_from_scenario,
     scenario_from_form,
-    set_unit,
 )
-from .qt_i18n import install_qt_translations, save_language
+from .qt_i18n import install_qt_translations
 from .repaint_clock import RepaintClock
 from .results_pane import ResultsPane
 from .results_view import error_texts, pending_texts
 from .speed_view import estimate_speed, speed_line, timing_line
 from .window_actions import EXPORTS, WindowActions, droppable_path
+from .window_comfort import WindowComfort
 from .window_undo import FormEdit, text_field
 from .work_history import WorkState, change_text, changed_fields, same_plan
 from .workers import TaskRunner
@@ -92,7 +92,7 @@ def _default_local(query: str) -> list[SearchResult]:
     return local_results(query, limit=40)
 
 
-class MainWindow(WindowActions, QMainWindow):
+class MainWindow(WindowActions, WindowComfort, QMainWindow):
     """Signals: ``estimated(object)`` with the :class:`Evaluation` of every finished re-estimate."""
 
     estimated = Signal(object)
@@ -653,70 +653,6 @@ class MainWindow(WindowActions, QMainWindow):
         self.progress.setVisible(busy)
         if text:
             self.status_label.setText(text)
-
-    # ------------------------------------------------------------------ comfort
-    def explain_component(self, row: int | None = None) -> Any:
-        """Open the Explain dialog for breakdown row ``row`` (None: the selected row, else the largest
-        component). Returns the dialog, or None when there is no estimate to explain."""
-        from .dialogs import ExplainDialog
-
-        rows = self.table_model.rows
-        if self.view is None or not rows:
-            return None
-        if row is None:
-            row = self.results.selected_row()
-            if row is None:
-                row = max(range(len(rows)), key=lambda i: rows[i].bytes)
-        if not 0 <= row < len(rows):
-            return None
-        if self.explain_dialog is not None:
-            self.explain_dialog.close()
-        dialog = ExplainDialog(rows[row], self.view.estimate.constants, self.view.peak_phase, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.finished.connect(lambda _result, d=dialog: self._forget_explain(d))
-        self.explain_dialog = dialog
-        dialog.show()
-        return dialog
-
-    def _forget_explain(self, dialog: Any) -> None:
-        if self.explain_dialog is dialog:
-            self.explain_dialog = None
-
-    def focus_search(self) -> None:
-        self.browser.search_box.setFocus()
-        self.browser.search_box.selectAll()
-
-    def _toggle_chart_mode(self) -> None:
-        self.breakdown.set_mode("bar" if self.breakdown.mode == "pie" else "pie")
-
-    def open_settings(self) -> None:
-        from .dialogs import SettingsDialog
-
-        dialog = SettingsDialog(self)
-        before = language()
-        if dialog.exec():
-            if language() != before:
-                self.retranslate()
-            self.browser.search_now()  # the endpoint or offline mode may have changed
-            self.load_display_settings()
-            self.form.refresh_units()
-            self.estimate_now()
-            if self.library_window is not None:
-                self.library_window.update_comparison()  # the unit may have changed
-
-    def load_display_settings(self) -> None:
-        """The memory unit and the verdict's headroom from the saved settings (Settings dialog)."""
-        from .dialogs import saved_headroom_percent, saved_unit
-
-        set_unit(saved_unit())
-        percent = saved_headroom_percent()
-        self.headroom_fraction = None if percent is None else percent / 100
-
-    def _set_language(self, code: str) -> None:
-        before = language()
-        save_language(code)
-        if language() != before:
-            self.retranslate()
 
     def retranslate(self) -> None:
         """Rebuild the window's widgets in the current language, at once (no restart).
