@@ -58,7 +58,7 @@ from .fit_map_model import (
     units_text,
 )
 from .i18n import language, tr
-from .presenter import describe_error
+from .presenter import describe_error, plan_facts
 from .workers import TaskRunner
 
 #: room around the grid for the ticks and the axes' titles (logical pixels)
@@ -484,12 +484,7 @@ def open_for(window: _Window) -> FitMapDialog:
     the plan as one undo step."""
     dialog = _dialog_of(window)
     scenario = window.current_scenario()
-    try:
-        facts = window._known_facts(scenario.model.id) if scenario is not None else None
-    except LookupError as err:
-        facts, problem = None, describe_error(err)
-    else:
-        problem = tr("Cannot estimate")
+    facts, problem = plan_facts(scenario, window._known_facts)
     gpu = window._gpu_spec(window.evaluation) if scenario is not None else None
     catalog = window._catalog
 

@@ -31,6 +31,7 @@ from vramdesk.core.gpu import GpuSpec
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import Catalog
 
+from .core_text import localize
 from .gpu_rows import (
     COLUMNS,
     MAX_GPUS,
@@ -43,7 +44,7 @@ from .gpu_rows import (
     sort_advice,
 )
 from .i18n import tr
-from .presenter import describe_error
+from .presenter import describe_error, plan_facts
 from .workers import TaskRunner
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -226,14 +227,9 @@ def open_for(window: _Window) -> GpusDialog:
         dialog = window.gpus_dialog = GpusDialog(window if isinstance(window, QWidget) else None)
         dialog.plan_chosen.connect(lambda s, label: window.apply_plan(s, label, keep_detected=False))
     scenario = window.current_scenario()
-    try:
-        facts = window._known_facts(scenario.model.id) if scenario is not None else None
-    except LookupError as err:
-        facts, problem = None, describe_error(err)
-    else:
-        problem = tr("Cannot estimate")
+    facts, problem = plan_facts(scenario, window._known_facts)
     if scenario is None or facts is None:
-        dialog.show_error(problem)
+        dialog.show_error(localize(problem))  # (a refusal of the core: its Text, in the window's language)
     else:
         dialog.compute(scenario, facts, window._catalog.gpus(), window.headroom_fraction)
     dialog.show()

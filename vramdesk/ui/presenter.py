@@ -30,6 +30,7 @@ from vramdesk.report.tables import runs
 from vramdesk.services.resolve import resolve_gpu, resolve_model
 from vramdesk.validation_text import validation_text
 
+from .i18n import tr
 from .theme import component_colors
 
 #: errors an estimate may end with for a combination the user picked; anything else is a bug and is raised
@@ -315,6 +316,17 @@ class Evaluation:
     @property
     def ok(self) -> bool:
         return self.view is not None
+
+
+def plan_facts(scenario: Scenario | None, known_facts: Callable[[str], ModelFacts]) -> tuple[ModelFacts | None, str]:
+    """The facts of ``scenario``'s model for a view of the plan (the Which GPUs view, the fit map), or None and the
+    line that says why it cannot be shown."""
+    if scenario is None:
+        return None, tr("Cannot estimate")
+    try:
+        return known_facts(scenario.model.id), ""
+    except LookupError as err:
+        return None, describe_error(err)
 
 
 def describe_error(err: BaseException) -> str:
