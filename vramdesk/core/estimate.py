@@ -9,9 +9,10 @@ from .engines import Context, Engine, EngineRun, engine, torch_context
 from .facts import ModelFacts
 from .fit import verdict
 from .gpu import MIB, GpuSpec
+from .memo import derived
 from .messages import Message, Text, error_text, free, join
 from .quant_config import format_from_quantization_config
-from .result import Component, EngineInfo, Estimate, GpuShare, Params, Phase
+from .result import Component, EngineInfo, Estimate, Fit, GpuShare, Params, Phase
 from .scenario import FinetuneWorkload, InferenceWorkload, Scenario
 from .training import TrainingRun, training_phases
 from .training_plan import TRAINABLE_BASES, TrainingError
@@ -96,10 +97,16 @@ def _float_dtype(arch: Architecture) -> str:
 
 
 def resolve_format(scenario: Scenario, arch: Architecture) -> tuple[WeightFormat, bool]:
-    """The weight format and whether it is produced on load (bitsandbytes from a 16-bit checkpoint)."""
+    """The weight format and whether it is produced on load (bitsandbytes from a 16-bit checkpoint); kept per
+    model and weights setting (an invalid one is refused every time)."""
+    weights = scenario.weights
+    return derived(arch, ("weight format", weights), lambda: _resolve_format(weights, arch))
+
+
+def _resolve_format(weights: str, arch: Architecture) -> tuple[WeightFormat, bool]:
     base = _float_dtype(arch)
     qc = arch.quantization_config
-    if scenario.weights == "auto":
+    if weights == "auto":
         if qc:
             try:
                 return format_from_quantization_config(qc, base_dtype=base if base != "fp32" else "bf16"), False
@@ -108,7 +115,7 @@ def resolve_format(scenario: Scenario, arch: Architecture) -> tuple[WeightFormat
         return parse_weight_format(base), False
     try:
         compute = base if base in ("bf16", "fp16") else "bf16"
-        fmt = parse_weight_format(scenario.weights, base_dtype=compute)
+        fmt = parse_weight_format(weights, base_dtype=compute)
     except FormatError as err:
         raise EstimateError(error_text(err)) from err
     return fmt, fmt.kind in ("bnb4", "int8") and not qc
@@ -139,6 +146,11 @@ def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple
 
 
 def _params(facts: ModelFacts, parts: frozenset[str]) -> Params:
+    """The parameter counts of the parts loaded (kept per model: a frozen value every estimate may share)."""
+    return derived(facts, ("params", parts), lambda: _count_params(facts, parts))
+
+
+def _count_params(facts: ModelFacts, parts: frozenset[str]) -> Params:
     c = facts.counts
     loaded = c.text + (c.vision if "vision" in parts else 0)
     ckpt = facts.stored_total if facts.stored_total is not None else c.checkpoint
@@ -320,8 +332,11 @@ def _estimate(
         warnings.append(EMPTY_GPUS(gpus=gpu_count, used=len(per_gpu)))
     # the verdict is decided by the busiest GPU
     required = run.fit_required if run.fit_required is not None else max(g.device_bytes for g in per_gpu)
-    fit = (
-        verdict(
+    only = per_gpu[0].fit if len(per_gpu) == 1 else None
+    if only is not None and run.fit_budget is None and run.fit_refusal is None and required == only.required_bytes:
+        fit: Fit | None = only  # (one GPU, judged on the same figure: its share's verdict is the plan's)
+    elif gpu is not None:
+        fit = verdict(
             required,
             gpu,
             gpu_count,
@@ -330,9 +345,8 @@ def _estimate(
             headroom_fraction=headroom_fraction,
             refusal=run.fit_refusal,
         )
-        if gpu is not None
-        else None
-    )
+    else:
+        fit = None
     if fit is not None and not run.per_gpu_phases:
         per_gpu = tuple(g.model_copy(update={"fit": fit}) for g in per_gpu)
     constants = dict(K.SOURCES)

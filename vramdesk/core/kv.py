@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .architecture import Architecture, LayerSpec
-from .kv_layers import KvOptions, KvRule, kv_layer
-from .messages import Message, Text, join
+from .kv_layers import KvLayerSpec, KvOptions, KvRule, LinearAttentionSpec, kv_layer
+from .memo import derived
+from .messages import Later, Message, Text, join, later
 
 NO_ATTENTION = Message("kv.no_attention_layers", "no attention layers")
 BITS = Message("kv.bits_per_element", "{bits:g} bits per element")
@@ -47,7 +48,8 @@ class KvPlan:
     #: bytes per token of the layers that grow with the context (what an extra token costs)
     bytes_per_token_growing: float
     state_bytes_per_sequence: int
-    explain: Text
+    #: the plan in words, built when first read
+    explain: Later
 
 
 def tokens_kept(
@@ -66,8 +68,41 @@ def tokens_kept(
     return kv_layer(layer).tokens_kept(engine, tokens, seqs, opts)
 
 
+@dataclass(frozen=True, slots=True)
+class _KvGroup:
+    """Layers of one KV class (equal specs), in the order the first of them appears."""
+
+    spec: KvLayerSpec
+    count: int
+    #: the layers' attention kind, heads and window: what the explanation groups by
+    kind: str
+    n_kv_heads: int
+    window: int | None
+
+
+def _build_layout(layers: tuple[LayerSpec, ...]) -> tuple[_KvGroup, ...]:
+    counts: dict[tuple[KvLayerSpec, str, int, int | None], int] = {}
+    for layer in layers:
+        key = (kv_layer(layer), layer.attention.value, layer.n_kv_heads, layer.window)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple(_KvGroup(spec, n, kind, heads, window) for (spec, kind, heads, window), n in counts.items())
+
+
+def _layout(arch: Architecture, layers: tuple[LayerSpec, ...] | None) -> tuple[_KvGroup, ...]:
+    """``layers`` (all of ``arch``'s when None) grouped by KV class: a model has a few kinds of layer, so a plan
+    costs a few multiplications, not one per layer. Kept per architecture and subset of its layers."""
+    if layers is None or layers is arch.layers:
+        return derived(arch, "kv_layout", lambda: _build_layout(arch.layers))
+    own = arch.layers
+    n = len(own)
+    if all(0 <= x.index < n and own[x.index] is x for x in layers):
+        chosen = layers
+        return derived(arch, ("kv_layout", tuple(x.index for x in layers)), lambda: _build_layout(chosen))
+    return _build_layout(layers)
+
+
 def state_bytes_per_sequence(arch: Architecture, engine: KvRule, compute_bytes: int) -> int:
-    return sum(kv_layer(layer).state_bytes_per_sequence(engine, compute_bytes) for layer in arch.layers)
+    return sum(g.count * g.spec.state_bytes_per_sequence(engine, compute_bytes) for g in _layout(arch, None))
 
 
 def plan_kv(
@@ -85,32 +120,28 @@ def plan_kv(
     layers: tuple[LayerSpec, ...] | None = None,
 ) -> KvPlan:
     """K/V bytes for ``seqs`` sequences of ``tokens`` tokens each (``layers``: a subset, e.g. one GPU's)."""
-    chosen = arch.layers if layers is None else layers
+    groups = _layout(arch, layers)
     opts = KvOptions(block_size=block_size, batched_tokens=batched_tokens, n_ubatch=n_ubatch, swa_full=swa_full)
     bpe = kv_bits / 8.0
     kv = 0.0
     largest = 0.0
     all_layers = 0.0
     growing = 0.0
-    kinds: dict[str, int] = {}
-    for layer in chosen:
-        spec = kv_layer(layer)
+    state_seq = 0
+    for g in groups:
+        spec = g.spec
+        state_seq += g.count * spec.state_bytes_per_sequence(engine, compute_bytes)
         el = spec.elements_per_token(engine)
         if not el:
             continue
         kept = spec.tokens_kept(engine, tokens, seqs, opts)
         b = el * bpe * kept * seqs
-        kv += b
+        kv += b * g.count
         largest = max(largest, b)
-        all_layers += el * bpe
+        all_layers += el * bpe * g.count
         if kept >= tokens:
-            growing += el * bpe
-        kinds[layer.attention.value] = kinds.get(layer.attention.value, 0) + 1
-    state_seq = 0
-    if any(layer.linear is not None for layer in chosen):
-        sub = arch if layers is None else arch.model_copy(update={"layers": chosen})
-        state_seq = state_bytes_per_sequence(sub, engine, compute_bytes)
-    explain = _explain(arch, chosen, engine, tokens, seqs, kv_bits, state_seq)
+            growing += el * bpe * g.count
+    explain = later(_explain, groups, engine, tokens, seqs, kv_bits, state_seq)
     return KvPlan(
         kv_bytes=round(kv),
         state_bytes=state_seq * seqs,
@@ -123,23 +154,17 @@ def plan_kv(
 
 
 def _explain(
-    arch: Architecture,
-    layers: tuple[LayerSpec, ...],
-    engine: KvRule,
-    tokens: int,
-    seqs: int,
-    kv_bits: float,
-    state_seq: int,
+    groups: tuple[_KvGroup, ...], engine: KvRule, tokens: int, seqs: int, kv_bits: float, state_seq: int
 ) -> Text:
-    groups: dict[tuple[str, int, int, int | None], list[LayerSpec]] = {}
-    for layer in layers:
-        el = kv_layer(layer).elements_per_token(engine)
+    merged: dict[tuple[str, int, int, int | None], list[_KvGroup]] = {}
+    for g in groups:
+        el = g.spec.elements_per_token(engine)
         if el:
-            groups.setdefault((layer.attention.value, el, layer.n_kv_heads, layer.window), []).append(layer)
-    parts: list[Text] = [kv_layer(members[0]).describe(len(members), engine) for members in groups.values()]
+            merged.setdefault((g.kind, el, g.n_kv_heads, g.window), []).append(g)
+    parts: list[Text] = [members[0].spec.describe(sum(m.count for m in members), engine) for members in merged.values()]
     parts = parts or [NO_ATTENTION()]
     parts += [BITS(bits=kv_bits), SEQUENCES(seqs=seqs, tokens=tokens, engine=engine.name)]
     if state_seq:
-        nlin = sum(1 for x in layers if x.linear is not None)
+        nlin = sum(g.count for g in groups if isinstance(g.spec, LinearAttentionSpec))
         parts.append(LINEAR_STATE(layers=nlin, bytes=state_seq))
     return join("; ", *parts)

@@ -22,9 +22,9 @@ they are in every language.
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import core_schema
@@ -82,15 +82,29 @@ def register(id: str, template: str) -> None:
 class Message:
     """One catalog entry: calling it with the template's values gives the :class:`Text`."""
 
-    __slots__ = ("id", "template")
+    __slots__ = ("_bare", "id", "template")
 
     def __init__(self, id: str, template: str) -> None:
         register(id, template)
         self.id = id
         self.template = template
+        self._bare: Text | None = None
 
     def __call__(self, **args: object) -> Text:
+        if not args:  # (a sentence without values is one text: built once)
+            bare = self._bare
+            if bare is None:
+                bare = self._bare = Text(self.template.format(), self.id)
+            return bare
+        for value in args.values():
+            if type(value) is Later:
+                args = {k: _now(v) for k, v in args.items()}
+                break
         return Text(self.template.format(**args), self.id, args)
+
+    def later(self, **args: object) -> Later:
+        """The :class:`Text` of these values, formatted when it is first read (an explanation)."""
+        return Later(self, **args)
 
     def __repr__(self) -> str:
         return f"Message({self.id!r}, {self.template!r})"
@@ -101,9 +115,99 @@ def text(id: str, template: str, **args: object) -> Text:
     return Message(id, template)(**args)
 
 
-def join(separator: str, *parts: str) -> Text:
+def join(separator: str, *parts: str | Later) -> Text:
     """``separator.join(parts)`` that keeps its pieces: ``join("; ", verdict, note)``."""
-    return Text(separator.join(parts), "", None, tuple(parts), separator)
+    texts = tuple(_now(p) for p in parts)
+    return Text(separator.join(texts), "", None, texts, separator)
+
+
+class Later:
+    """A :class:`Text` not built yet: what builds it (a :class:`Message`, :func:`join` or a function returning a
+    text) and the values it is built from, which may be ``Later`` themselves.
+
+    An estimate's numbers do not need its explanations, which cost more to format than the arithmetic costs to
+    do: an engine gives a component ``explain=SOME_MESSAGE.later(...)`` and the sentence is formatted the first
+    time something reads it (a tooltip, a report, ``model_dump``), once. Reading a field declared with
+    :func:`read_when_built` gives the :class:`Text`, never the ``Later``; a ``Later`` handed to a message or to
+    :func:`join` is built there. It compares, hashes, prints and pickles as the text it becomes."""
+
+    __slots__ = ("_args", "_built", "_kwargs", "_make")
+
+    def __init__(self, make: Callable[..., str], /, *args: object, **kwargs: object) -> None:
+        self._make: Callable[..., str] | None = make
+        self._args = args
+        self._kwargs = kwargs
+        self._built: Text | None = None
+
+    def text(self) -> Text:
+        """The text, built on the first call."""
+        built = self._built
+        if built is None:
+            make = cast("Callable[..., str]", self._make)
+            made = make(*map(_now, self._args), **{k: _now(v) for k, v in self._kwargs.items()})
+            built = self._built = made if isinstance(made, Text) else Text(made)
+            self._make, self._args, self._kwargs = None, (), {}  # (what built it is not kept alive)
+        return built
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return repr(self.text())
+
+    def __format__(self, spec: str) -> str:
+        return format(self.text(), spec)
+
+    def __eq__(self, other: object) -> bool:
+        return self.text() == (other.text() if isinstance(other, Later) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.text())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return self.text().__reduce__()
+
+
+#: what an explanation may be given as: a text, or one built when first read
+Explanation = str | Later
+
+
+def _now(value: object) -> Any:
+    """``value``, or the text a :class:`Later` builds."""
+    return value.text() if type(value) is Later else value
+
+
+def later(make: Callable[..., str], /, *args: object, **kwargs: object) -> Later:
+    """``make(*args, **kwargs)`` (a :class:`Text`), built when first read: ``later(join, "; ", a, b)``."""
+    return Later(make, *args, **kwargs)
+
+
+class _BuiltOnRead:
+    """A model field that may hold a :class:`Later`: reading it gives the :class:`Text`, which then takes the
+    ``Later``'s place (an equal value: the frozen model's hash and equality are unchanged)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        stored = obj.__dict__[self.name]
+        if type(stored) is Later:
+            stored = obj.__dict__[self.name] = stored.text()
+        return stored
+
+    def __set__(self, obj: Any, value: object) -> None:
+        raise AttributeError(f"{type(obj).__name__}.{self.name} is read-only")
+
+
+def read_when_built(model: type, *names: str) -> None:
+    """Let ``model``'s :data:`MessageText` fields ``names`` be given a :class:`Later` (pydantic keeps it as it
+    is): reading one builds it. Called once, after the model's class."""
+    for name in names:
+        setattr(model, name, _BuiltOnRead(name))
 
 
 def free(value: str) -> Text:
@@ -129,11 +233,12 @@ def fields(template: str) -> dict[str, str]:
 
 
 def _keep_text(value: object, handler: core_schema.ValidatorFunctionWrapHandler) -> object:
-    return value if isinstance(value, Text) else handler(value)
+    return value if isinstance(value, (Text, Later)) else handler(value)
 
 
 class _MessageSchema:
-    """pydantic: keep a :class:`Text` as it is (a plain ``str`` validates as ``str``), dump a plain string."""
+    """pydantic: keep a :class:`Text` (or a :class:`Later`) as it is (a plain ``str`` validates as ``str``), dump a
+    plain string."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
@@ -150,4 +255,19 @@ class _MessageSchema:
 MessageText = Annotated[str, _MessageSchema]
 
 
-__all__ = ["MESSAGES", "Message", "MessageText", "Text", "error_text", "fields", "free", "join", "register", "text"]
+__all__ = [
+    "MESSAGES",
+    "Explanation",
+    "Later",
+    "Message",
+    "MessageText",
+    "Text",
+    "error_text",
+    "fields",
+    "free",
+    "join",
+    "later",
+    "read_when_built",
+    "register",
+    "text",
+]

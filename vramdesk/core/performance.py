@@ -29,6 +29,7 @@ from .engines import Engine, engine
 from .estimate import resolve_format
 from .facts import ModelFacts
 from .gpu import GpuSpec
+from .memo import derived
 from .messages import Message, MessageText, Text, free, join
 from .performance_moe import decode_note, host_experts, prefill_host_s
 from .result import Estimate
@@ -275,10 +276,15 @@ def _text_weights(scenario: Scenario, facts: ModelFacts) -> tuple[WeightBytes, T
     """Text-model weight bytes as the estimator prices them; the format label; block-quantised or not."""
     fmt, _ = resolve_format(scenario, facts.arch)
     parts = frozenset({"text"})
-    if scenario.weights == "auto" and facts.checkpoint is not None:
-        wb = stored_weight_bytes(facts.checkpoint, parts)
-        block = any(
-            t.stored_dtype and t.stored_dtype.upper().startswith(("Q", "IQ", "TQ", "MXFP4")) for t in facts.checkpoint
+    checkpoint = facts.checkpoint
+    if scenario.weights == "auto" and checkpoint is not None:
+        wb = derived(facts, ("stored weights", parts), lambda: stored_weight_bytes(checkpoint, parts))
+        block = derived(
+            facts,
+            "block-quantised checkpoint",
+            lambda: any(
+                t.stored_dtype and t.stored_dtype.upper().startswith(("Q", "IQ", "TQ", "MXFP4")) for t in checkpoint
+            ),
         )
         return wb, CHECKPOINT_DTYPES(), block or _is_block(fmt)
     # the format's label comes from the weight formats (its own Text once it has one)
@@ -290,6 +296,11 @@ def _is_block(fmt: WeightFormat) -> bool:
 
 
 def _role_activity(facts: ModelFacts) -> dict[str, float]:
+    """Each text role's active share of its parameters (MoE experts: top-k of all), kept per model."""
+    return derived(facts, "role activity", lambda: _count_role_activity(facts))
+
+
+def _count_role_activity(facts: ModelFacts) -> dict[str, float]:
     num: dict[str, float] = {}
     den: dict[str, int] = {}
     for t in facts.tensors:
@@ -314,7 +325,11 @@ def active_read_bytes(wb: WeightBytes, facts: ModelFacts) -> int:
 
 def matmul_params(facts: ModelFacts) -> float:
     """Active parameters that take part in a matrix multiply per token (the output head counted once,
-    through the embedding when tied; norms and the input lookup excluded)."""
+    through the embedding when tied; norms and the input lookup excluded); kept per model."""
+    return derived(facts, "matmul params", lambda: _count_matmul_params(facts))
+
+
+def _count_matmul_params(facts: ModelFacts) -> float:
     arch = facts.arch
     n = 0.0
     for t in facts.tensors:
@@ -326,8 +341,13 @@ def matmul_params(facts: ModelFacts) -> float:
     return n
 
 
-def _attn_width(arch: Architecture) -> list[tuple[int, int | None]]:
-    """Per attention layer: heads x (d_k + d_v) and the window (None = full); linear-attention layers skipped."""
+def _attn_width(arch: Architecture) -> tuple[tuple[int, int | None], ...]:
+    """Per attention layer: heads x (d_k + d_v) and the window (None = full); linear-attention layers skipped;
+    kept per architecture."""
+    return derived(arch, "attention widths", lambda: _attention_widths(arch))
+
+
+def _attention_widths(arch: Architecture) -> tuple[tuple[int, int | None], ...]:
     out: list[tuple[int, int | None]] = []
     for layer in arch.layers:
         if layer.attention == AttentionKind.LINEAR or layer.linear is not None:
@@ -336,7 +356,7 @@ def _attn_width(arch: Architecture) -> list[tuple[int, int | None]]:
             continue
         window = layer.window if layer.attention in (AttentionKind.SLIDING, AttentionKind.CHUNKED) else None
         out.append((layer.n_heads * (layer.head_dim + layer.v_head_dim), window))
-    return out
+    return tuple(out)
 
 
 def attention_flops_prefill(arch: Architecture, length: int) -> float:

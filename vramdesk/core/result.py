@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .messages import MessageText
+from .messages import Later, MessageText, read_when_built
 
 Category = Literal[
     "weights", "kv_cache", "state", "activations", "logits", "gradients", "optimizer", "overhead", "pool"
@@ -23,8 +23,16 @@ class Component(_Frozen):
     name: str
     bytes: int = Field(ge=0)
     category: Category
-    #: formula, the config fields and constants used, in words a user can check
+    #: formula, the config fields and constants used, in words a user can check; given as a
+    #: :class:`~vramdesk.core.messages.Later`, it is formatted when first read
     explain: MessageText
+
+    if TYPE_CHECKING:
+
+        def __init__(self, *, name: str, bytes: int, category: Category, explain: str | Later) -> None: ...
+
+
+read_when_built(Component, "explain")
 
 
 class Phase(_Frozen):

@@ -19,7 +19,8 @@ from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
 from ..gpu import GpuSpec
 from ..kv_layers import KvOptions
-from ..messages import Message, Text, join
+from ..memo import derived
+from ..messages import Explanation, Message, Text, join, later
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
 from ..weights import WeightBytes
@@ -113,78 +114,92 @@ def torch_context(gpu: GpuSpec | None) -> Component:
             name="CUDA context",
             bytes=K.CUDA_CONTEXT_TORCH_HOPPER,
             category="overhead",
-            explain=CUDA_CONTEXT_HOPPER(),
+            explain=CUDA_CONTEXT_HOPPER.later(),
         )
     return Component(
         name="CUDA context",
         bytes=K.CUDA_CONTEXT_TORCH,
         category="overhead",
-        explain=CUDA_CONTEXT(),
+        explain=CUDA_CONTEXT.later(),
     )
 
 
-def weights_component(ctx: Context, share: float = 1.0, note: Text | None = None) -> Component:
+def weights_component(ctx: Context, share: float = 1.0, note: Explanation | None = None) -> Component:
     w = ctx.weights
     message = WEIGHTS_STORED if ctx.weights_stored else WEIGHTS
-    explain = message(params=w.params, label=ctx.weights_label, bits=w.bits_per_param, quantized=w.quantized_params)
+    explain = message.later(
+        params=w.params, label=ctx.weights_label, bits=w.bits_per_param, quantized=w.quantized_params
+    )
     return Component(
         name="weights",
         bytes=round(w.total * share),
         category="weights",
-        explain=join("; ", explain, note) if note else explain,
+        explain=later(join, "; ", explain, note) if note else explain,
     )
 
 
-def _dense_layer_transient(arch: Architecture, layer: LayerSpec, n: int, c: int, *, moe_loop: bool) -> tuple[int, Text]:
+def _dense_layer_transient(
+    arch: Architecture, layer: LayerSpec, n: int, c: int, *, moe_loop: bool
+) -> tuple[int, Explanation]:
     """Bytes alive inside one decoder layer's MLP during a forward of ``n`` tokens (beyond weights and cache)."""
     h = arch.hidden
     if layer.moe is None:
         width = layer.intermediate
         if arch.mlp_gated:
             b = n * (3 * width + 3 * h) * c
-            return b, GATED_MLP(width=width, hidden=h, c=c)
+            return b, GATED_MLP.later(width=width, hidden=h, c=c)
         b = n * (2 * width + 3 * h) * c
-        return b, MLP(width=width, hidden=h, c=c)
+        return b, MLP.later(width=width, hidden=h, c=c)
     moe = layer.moe
     routed = ceil(n * moe.top_k / moe.num_experts)
     expert = routed * (3 * moe.expert_intermediate + 2 * h) * c
     shared = n * (3 * moe.shared_intermediate + 2 * h) * c if moe.shared_intermediate else 0
     b = n * h * c * 2 + n * moe.num_experts * 4 + max(expert, shared)
-    return b, MOE(experts=moe.num_experts, routed=routed, expert_intermediate=moe.expert_intermediate, hidden=h)
+    return b, MOE.later(experts=moe.num_experts, routed=routed, expert_intermediate=moe.expert_intermediate, hidden=h)
 
 
 def _attention_transient(
     arch: Architecture, layer: LayerSpec, n: int, seqs: int, s: int, c: int, attention: str
-) -> tuple[int, Text]:
+) -> tuple[int, Explanation]:
     h = arch.hidden
     if layer.attention == AttentionKind.LINEAR and layer.linear is not None:
         lin = layer.linear
         proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
         b = n * (proj * c + (2 * lin.key_dim + 2 * lin.value_dim) * 4 + 2 * h * c)
-        return b, DELTANET()
+        return b, DELTANET.later()
     q_w = layer.n_heads * layer.head_dim
     if layer.attention == AttentionKind.MLA:
         kv_w = layer.n_heads * (layer.head_dim + layer.v_head_dim)
     else:
         kv_w = layer.n_kv_heads * (layer.head_dim + layer.v_head_dim)
     b = n * (3 * q_w + 2 * kv_w + 2 * h) * c
-    text = ATTENTION()
+    text: Explanation = ATTENTION.later()
     if attention == "eager":
         kept = min(s, layer.window or s)
         scores = round(K.EAGER_SCORES_BYTES * seqs * layer.n_heads * s * kept)
         b += scores
-        text = join("; ", text, EAGER_SCORES(bytes=K.EAGER_SCORES_BYTES, heads=layer.n_heads))
+        text = later(join, "; ", text, EAGER_SCORES.later(bytes=K.EAGER_SCORES_BYTES, heads=layer.n_heads))
     return b, text
 
 
-def max_layer_transient(arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str) -> tuple[int, Text]:
-    best, text = 0, join("")
+def _distinct_layers(arch: Architecture) -> tuple[LayerSpec, ...]:
+    """The first layer of each kind whose transients differ (attention, MLP, width, window, experts)."""
     seen: set[tuple[object, ...]] = set()
+    out = []
     for layer in arch.layers:
         key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe)
-        if key in seen:
-            continue
-        seen.add(key)
+        if key not in seen:
+            seen.add(key)
+            out.append(layer)
+    return tuple(out)
+
+
+def max_layer_transient(
+    arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str
+) -> tuple[int, Explanation]:
+    best = 0
+    text: Explanation = join("")
+    for layer in derived(arch, "distinct layers", lambda: _distinct_layers(arch)):
         m, mt = _dense_layer_transient(arch, layer, n, c, moe_loop=True)
         a, at = _attention_transient(arch, layer, n, seqs, s, c, attention)
         if m > best:

@@ -11,7 +11,7 @@ from ..architecture import Architecture, LinearAttnSpec
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
-from ..messages import Message, Text, join
+from ..messages import Explanation, Message, Text, join, later
 from ..parallel import place_weights
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
@@ -115,7 +115,7 @@ def _workspace(gpu: GpuSpec | None) -> Component:
         name="cuBLAS workspace",
         bytes=size,
         category="overhead",
-        explain=(WORKSPACE_HOPPER if hopper else WORKSPACE)(mib=size / MIB),
+        explain=(WORKSPACE_HOPPER if hopper else WORKSPACE).later(mib=size / MIB),
     )
 
 
@@ -142,7 +142,9 @@ def _gptq_scratch(ctx: Context) -> list[Component]:
             name="GPTQ kernel scratch",
             bytes=size,
             category="overhead",
-            explain=GPTQ_SCRATCH(dequant=ctx.weights.largest_dequant, tokens=EXLLAMA_MAX_INPUT_LEN, widest=widest),
+            explain=GPTQ_SCRATCH.later(
+                dequant=ctx.weights.largest_dequant, tokens=EXLLAMA_MAX_INPUT_LEN, widest=widest
+            ),
         )
     ]
 
@@ -168,7 +170,7 @@ def _load_components(ctx: Context, weights: Component, ws: Component, kernel: li
                 name="quantisation on load",
                 bytes=ctx.weights.largest_dequant,
                 category="activations",
-                explain=QUANTISE_ON_LOAD(),
+                explain=QUANTISE_ON_LOAD.later(),
             )
         )
     return load
@@ -182,7 +184,7 @@ def _linear_state(plan: KvPlan, b: int) -> list[Component]:
                 name="linear-attention state",
                 bytes=plan.state_bytes,
                 category="state",
-                explain=LINEAR_STATE(bytes=plan.state_bytes_per_sequence, seqs=b),
+                explain=LINEAR_STATE.later(bytes=plan.state_bytes_per_sequence, seqs=b),
             )
         )
     return state
@@ -197,25 +199,27 @@ def _prefill_transient(ctx: Context, sub: Architecture, last: bool) -> Component
     w = ctx.weights
     n = b * s_in
     layer_b, layer_text = max_layer_transient(sub, n, b, s_in, c, work.attention)
-    transients = [(layer_b, PREFILL_LAYER(tokens=n, layer=layer_text), "activations")]
+    transients: list[tuple[int, Explanation, str]] = [
+        (layer_b, PREFILL_LAYER.later(tokens=n, layer=layer_text), "activations")
+    ]
     if last:
         if work.full_prompt_logits:
             logits_b = b * s_in * arch.vocab * (c + 4)
-            logits_text = ALL_LOGITS(batch=b, tokens=s_in, vocab=arch.vocab, c=c)
+            logits_text: Explanation = ALL_LOGITS.later(batch=b, tokens=s_in, vocab=arch.vocab, c=c)
         else:
             logits_b = b * arch.vocab * (c + 4) + n * arch.hidden * c
-            logits_text = LAST_LOGITS(batch=b, vocab=arch.vocab, c=c)
+            logits_text = LAST_LOGITS.later(batch=b, vocab=arch.vocab, c=c)
         transients.append((logits_b, logits_text, "logits"))
     if ctx.weight_kind == "awq" and n >= 1024:
-        transients.append((layer_b + w.largest_dequant, AWQ_DEQUANT(bytes=w.largest_dequant), "activations"))
+        transients.append((layer_b + w.largest_dequant, AWQ_DEQUANT.later(bytes=w.largest_dequant), "activations"))
     if ctx.weight_kind == "bnb4" and n > 1:
-        transients.append((layer_b + w.largest_dequant, BNB4_DEQUANT(bytes=w.largest_dequant), "activations"))
+        transients.append((layer_b + w.largest_dequant, BNB4_DEQUANT.later(bytes=w.largest_dequant), "activations"))
     best = max(transients, key=lambda t: t[0])
     return Component(
         name="prefill activations" if best[2] == "activations" else "logits",
         bytes=best[0],
         category="activations" if best[2] == "activations" else "logits",
-        explain=PREFILL(what=best[1]),
+        explain=PREFILL.later(what=best[1]),
     )
 
 
@@ -227,7 +231,7 @@ def _offloaded_layer(transit: int) -> list[Component]:
                 name="offloaded layer",
                 bytes=transit,
                 category="weights",
-                explain=OFFLOADED_LAYER(bytes=transit),
+                explain=OFFLOADED_LAYER.later(bytes=transit),
             )
         )
     return moving
@@ -243,7 +247,9 @@ def _decode_transient(ctx: Context, kv_end: KvPlan, last: bool) -> Component:
         name="decode step",
         bytes=decode_tr,
         category="activations",
-        explain=DECODE_STEP(batch=b, vocab=arch.vocab, c=c, tokens=total_tokens, bytes=kv_end.largest_layer_bytes // 2),
+        explain=DECODE_STEP.later(
+            batch=b, vocab=arch.vocab, c=c, tokens=total_tokens, bytes=kv_end.largest_layer_bytes // 2
+        ),
     )
 
 
@@ -257,7 +263,7 @@ def _transformers_gpu(
     head_weights: bool | None = None,
     offloaded: Sequence[int] = (),
     transit: int = 0,
-) -> tuple[list[Phase], int]:
+) -> tuple[list[Phase], KvPlan]:
     """Phases of one GPU holding ``layers`` (GPU 0 also the embedding, the last one the head and the logits).
 
     ``offloaded``: layers stored in CPU memory or on disk that run on this GPU (their KV cache lives here);
@@ -268,9 +274,9 @@ def _transformers_gpu(
     c = ctx.compute_bytes
     total_tokens = s_in + s_out
     head_here = last if head_weights is None else head_weights
-    run_layers = sorted({*layers, *offloaded})
-    specs = tuple(arch.layers[i] for i in run_layers)
     split = n_gpus > 1 or bool(offloaded) or not (first and head_here)
+    # (one GPU that runs every layer: the model's own layers, whose KV layout and transients are kept per model)
+    specs = tuple(arch.layers[i] for i in sorted({*layers, *offloaded})) if split else arch.layers
     where: Text | None = None
     if split:
         where = (
@@ -282,16 +288,17 @@ def _transformers_gpu(
     ws = _workspace(ctx.gpu)
     kernel = _gptq_scratch(ctx)
     load = _load_components(ctx, weights, ws, kernel)
-    kv_pre = plan_kv(arch, ENGINE, tokens=s_in, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs)
-    kv_end = plan_kv(arch, ENGINE, tokens=total_tokens, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=specs)
+    own = specs if split else None
+    kv_pre = plan_kv(arch, ENGINE, tokens=s_in, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=own)
+    kv_end = plan_kv(arch, ENGINE, tokens=total_tokens, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=own)
 
-    def kv_component(plan_bytes: int, explain: Text) -> Component:
-        parts = [explain, DYNAMIC_CACHE(kv=ctx.kv_label)]
+    def kv_component(plan_bytes: int, explain: Explanation) -> Component:
+        parts = [explain, DYNAMIC_CACHE.later(kv=ctx.kv_label)]
         return Component(
             name="KV cache",
             bytes=plan_bytes,
             category="kv_cache",
-            explain=join("; ", *parts, where) if where is not None else join("; ", *parts),
+            explain=later(join, "; ", *parts, where) if where is not None else later(join, "; ", *parts),
         )
 
     state = _linear_state(kv_end, b)
@@ -313,7 +320,7 @@ def _transformers_gpu(
     phases = [Phase(name="load", components=tuple(load)), Phase(name="prefill", components=tuple(prefill))]
     if s_out > 0:
         phases.append(Phase(name="decode", components=tuple(decode)))
-    return phases, kv_end.largest_layer_bytes
+    return phases, kv_end
 
 
 def transformers_run(ctx: Context) -> EngineRun:
@@ -332,10 +339,11 @@ def transformers_run(ctx: Context) -> EngineRun:
     slacks: list[int] = []
     slack_text: Text | None = None
     n_used = len(place.gpus)
+    whole: KvPlan | None = None
     for g, slot in enumerate(place.gpus):
         # offloaded modules run on the first GPU (accelerate's execution device for them)
         main = g == 0
-        phases, largest = _transformers_gpu(
+        phases, kv_end = _transformers_gpu(
             ctx,
             slot.layers,
             slot.embed,
@@ -346,7 +354,9 @@ def transformers_run(ctx: Context) -> EngineRun:
             transit=place.largest_offloaded if main else 0,
         )
         peak = max(phases, key=lambda p: p.allocated_bytes)
-        slack, text = _torch_reserved_slack(ctx, peak, largest, max(1, len(slot.layers)))
+        slack, text = _torch_reserved_slack(ctx, peak, kv_end.largest_layer_bytes, max(1, len(slot.layers)))
+        if n_used == 1 and not off_layers:
+            whole = kv_end  # one GPU runs every layer: its plan is the model's
         per_gpu.append(phases)
         slacks.append(slack)
         slack_text = slack_text or text
@@ -360,7 +370,7 @@ def transformers_run(ctx: Context) -> EngineRun:
     context = torch_context(ctx.gpu)
     if work.attention == "flash" and arch.attention_sinks:
         warnings.append(NO_FLASH_SINKS())
-    kv_all = plan_kv(
+    kv_all = whole or plan_kv(
         arch,
         ENGINE,
         tokens=ctx.input_len + work.output_len,
