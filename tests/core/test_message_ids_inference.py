@@ -34,7 +34,7 @@ from vramdesk.core.engines import (
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.gpu import hardware_text
 from vramdesk.core.kv import plan_kv
-from vramdesk.core.messages import MESSAGES, Message, Text, fields
+from vramdesk.core.messages import MESSAGES, Later, Message, Text, fields
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.weight_format import WeightFormat, _group_text, parse_weight_format
@@ -408,7 +408,8 @@ def all_texts() -> list[tuple[str, set[str]]]:
         out.append((message, set()))
     out += [(t, {"H100 SXM"}) for t in _direct_texts()]
     out += [(t, {"H100 SXM"}) for t in _estimate_special()]
-    return out
+    # (a KV plan's or a layer transient's words are built when read: read them)
+    return [(t.text() if isinstance(t, Later) else t, names) for t, names in out]
 
 
 def _estimate_special() -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .memo import derived
 from .messages import Message, MessageText, Text, join
 
 
@@ -170,7 +171,7 @@ class Architecture(_Frozen):
 
     @property
     def is_moe(self) -> bool:
-        return any(layer.moe is not None for layer in self.layers)
+        return derived(self, "is_moe", lambda: any(layer.moe is not None for layer in self.layers))
 
     def count(self, kind: AttentionKind) -> int:
         return sum(1 for layer in self.layers if layer.attention == kind)

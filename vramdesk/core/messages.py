@@ -38,11 +38,12 @@ _EMPTY: Mapping[str, object] = MappingProxyType({})
 class Text(str):
     """An English sentence that remembers its message id and the values it was formatted from."""
 
-    id: str
-    args: Mapping[str, object]
+    # (class-level defaults: a text sets only what it has, which keeps formatting one cheap)
+    id: str = ""
+    args: Mapping[str, object] = _EMPTY
     #: a :func:`join`: its pieces (``Text`` or plain ``str``) and what stands between them
-    parts: tuple[str, ...]
-    separator: str
+    parts: tuple[str, ...] = ()
+    separator: str = ""
 
     def __new__(
         cls,
@@ -53,10 +54,22 @@ class Text(str):
         separator: str = "",
     ) -> Text:
         self = super().__new__(cls, value)
+        if id:
+            self.id = id
+        if args:
+            self.args = MappingProxyType(dict(args))
+        if parts:
+            self.parts = parts
+        if separator:
+            self.separator = separator
+        return self
+
+    @classmethod
+    def _formatted(cls, template: str, id: str, args: dict[str, object]) -> Text:
+        """A message's text from a dict of values only it holds (no copy needed)."""
+        self = super().__new__(cls, template.format_map(args))
         self.id = id
-        self.args = MappingProxyType(dict(args)) if args else _EMPTY
-        self.parts = parts
-        self.separator = separator
+        self.args = MappingProxyType(args)
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -100,7 +113,7 @@ class Message:
             if type(value) is Later:
                 args = {k: _now(v) for k, v in args.items()}
                 break
-        return Text(self.template.format(**args), self.id, args)
+        return Text._formatted(self.template, self.id, args)
 
     def later(self, **args: object) -> Later:
         """The :class:`Text` of these values, formatted when it is first read (an explanation)."""
@@ -117,8 +130,11 @@ def text(id: str, template: str, **args: object) -> Text:
 
 def join(separator: str, *parts: str | Later) -> Text:
     """``separator.join(parts)`` that keeps its pieces: ``join("; ", verdict, note)``."""
-    texts = tuple(_now(p) for p in parts)
-    return Text(separator.join(texts), "", None, texts, separator)
+    texts: tuple[str, ...] = tuple([_now(p) for p in parts])
+    self = Text(separator.join(texts))
+    self.parts = texts  # (even when empty: a join is a composite)
+    self.separator = separator
+    return self
 
 
 class Later:
