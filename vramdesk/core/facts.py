@@ -16,6 +16,7 @@ from .config_readers import normalize
 from .families import family_of
 from .gguf import GgufModelInfo
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
+from .memo import derived
 from .messages import Message
 from .weight_format import WeightFormat
 from .weights import WeightBytes, weight_bytes
@@ -49,6 +50,14 @@ class ModelFacts:
     _cache: dict[tuple[str, frozenset[str]], WeightBytes] = field(default_factory=dict, repr=False)
 
     def weights(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
+        """The weights priced in ``fmt``: kept per format (by value) and, for the format object an estimate
+        resolved (the same one every time: ``estimate.resolve_format``), found without spelling the format out."""
+        by_object = derived(self, ("weights of", id(fmt), parts), lambda: (fmt, self._priced(fmt, parts)))
+        if by_object[0] is fmt:
+            return by_object[1]
+        return self._priced(fmt, parts)  # (another format object under a reused id: priced by value)
+
+    def _priced(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
         key = (repr(fmt), parts)
         hit = self._cache.get(key)
         if hit is None:

@@ -248,19 +248,17 @@ def fields(template: str) -> dict[str, str]:
     return out
 
 
-def _keep_text(value: object, handler: core_schema.ValidatorFunctionWrapHandler) -> object:
-    return value if isinstance(value, (Text, Later)) else handler(value)
-
-
 class _MessageSchema:
     """pydantic: keep a :class:`Text` (or a :class:`Later`) as it is (a plain ``str`` validates as ``str``), dump a
     plain string."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_wrap_validator_function(
-            _keep_text,
-            core_schema.str_schema(),
+        # (instance checks, not a Python validator: every component of every estimate passes through here)
+        return core_schema.union_schema(
+            [core_schema.is_instance_schema(Text), core_schema.is_instance_schema(Later), core_schema.str_schema()],
+            mode="left_to_right",
+            custom_error_type="string_type",
             serialization=core_schema.plain_serializer_function_ser_schema(
                 str, return_schema=core_schema.str_schema(), when_used="always"
             ),

@@ -341,38 +341,40 @@ def _count_matmul_params(facts: ModelFacts) -> float:
     return n
 
 
-def _attn_width(arch: Architecture) -> tuple[tuple[int, int | None], ...]:
-    """Per attention layer: heads x (d_k + d_v) and the window (None = full); linear-attention layers skipped;
-    kept per architecture."""
+def _attn_width(arch: Architecture) -> tuple[tuple[int, int | None, int], ...]:
+    """The attention layers grouped by heads x (d_k + d_v) and window (None = full): (width, window, layers);
+    linear-attention layers skipped; kept per architecture."""
     return derived(arch, "attention widths", lambda: _attention_widths(arch))
 
 
-def _attention_widths(arch: Architecture) -> tuple[tuple[int, int | None], ...]:
-    out: list[tuple[int, int | None]] = []
+def _attention_widths(arch: Architecture) -> tuple[tuple[int, int | None, int], ...]:
+    counts: dict[tuple[int, int | None], int] = {}
     for layer in arch.layers:
         if layer.attention == AttentionKind.LINEAR or layer.linear is not None:
             continue
         if layer.attention.value == "none":
             continue
         window = layer.window if layer.attention in (AttentionKind.SLIDING, AttentionKind.CHUNKED) else None
-        out.append((layer.n_heads * (layer.head_dim + layer.v_head_dim), window))
-    return tuple(out)
+        key = (layer.n_heads * (layer.head_dim + layer.v_head_dim), window)
+        counts[key] = counts.get(key, 0) + 1
+    return tuple((width, window, n) for (width, window), n in counts.items())
 
 
 def attention_flops_prefill(arch: Architecture, length: int) -> float:
     """FLOPs of QK^T and PV over a causal prompt of ``length`` tokens, one sequence."""
     total = 0.0
-    for width, window in _attn_width(arch):
+    for width, window, n in _attn_width(arch):
         w = length if window is None else min(window, length)
         pairs = length * (length + 1) / 2 if w >= length else w * length - w * (w - 1) / 2
-        total += 2.0 * width * pairs
+        total += 2.0 * width * pairs * n
     return total
 
 
 def attention_flops_decode(arch: Architecture, context: int) -> float:
     """FLOPs of attention for one new token against ``context`` cached tokens."""
     return sum(
-        2.0 * width * (context if window is None else min(window, context)) for width, window in _attn_width(arch)
+        2.0 * width * (context if window is None else min(window, context)) * n
+        for width, window, n in _attn_width(arch)
     )
 
 

@@ -62,7 +62,7 @@ _LAYER_INDEX = re.compile(r"\.\d+\.")
 _LAYER_COMPONENT = re.compile(r"(^|\.)\d+(\.|$)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class WeightBytes:
     total: int
     by_role: dict[str, int]

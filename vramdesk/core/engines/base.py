@@ -108,7 +108,14 @@ class EngineRun:
 
 
 def torch_context(gpu: GpuSpec | None) -> Component:
-    """The CUDA context of a PyTorch process: outside the caching allocator, inside nvidia-smi's figure."""
+    """The CUDA context of a PyTorch process: outside the caching allocator, inside nvidia-smi's figure (one
+    component per GPU, kept with it)."""
+    if gpu is None:
+        return _NO_GPU_CONTEXT
+    return derived(gpu, "torch context", lambda: _torch_context(gpu))
+
+
+def _torch_context(gpu: GpuSpec | None) -> Component:
     if gpu is not None and gpu.sm_major >= 9:
         return Component(
             name="CUDA context",
@@ -124,7 +131,21 @@ def torch_context(gpu: GpuSpec | None) -> Component:
     )
 
 
+#: the CUDA context of a plan judged against no GPU (a pre-Hopper card's)
+_NO_GPU_CONTEXT = _torch_context(None)
+
+
 def weights_component(ctx: Context, share: float = 1.0, note: Explanation | None = None) -> Component:
+    """The weights one GPU holds (``share`` of them), with ``note`` on how they are split. Without a note the
+    component is kept with the model's priced weights (one per label and share: a window's changes reuse it)."""
+    if note is None:
+        label = ctx.weights_label
+        key = ("component", share, str(label), getattr(label, "id", ""), ctx.weights_stored)
+        return derived(ctx.weights, key, lambda: _weights_component(ctx, share, None))
+    return _weights_component(ctx, share, note)
+
+
+def _weights_component(ctx: Context, share: float, note: Explanation | None) -> Component:
     w = ctx.weights
     message = WEIGHTS_STORED if ctx.weights_stored else WEIGHTS
     explain = message.later(

@@ -11,6 +11,7 @@ from ..architecture import Architecture, LinearAttnSpec
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
+from ..memo import derived
 from ..messages import Explanation, Message, Text, join, later
 from ..parallel import place_weights
 from ..result import Component, EngineInfo, Phase
@@ -109,6 +110,13 @@ RESERVED_SLACK = Message(
 
 
 def _workspace(gpu: GpuSpec | None) -> Component:
+    """cuBLAS's workspace (one component per GPU, kept with it)."""
+    if gpu is None:
+        return _NO_GPU_WORKSPACE
+    return derived(gpu, "cuBLAS workspace", lambda: _cublas_workspace(gpu))
+
+
+def _cublas_workspace(gpu: GpuSpec | None) -> Component:
     hopper = gpu is not None and gpu.sm_major >= 9
     size = K.CUBLAS_WORKSPACE_HOPPER if hopper else K.CUBLAS_WORKSPACE_PRE_HOPPER
     return Component(
@@ -118,6 +126,8 @@ def _workspace(gpu: GpuSpec | None) -> Component:
         explain=(WORKSPACE_HOPPER if hopper else WORKSPACE).later(mib=size / MIB),
     )
 
+
+_NO_GPU_WORKSPACE = _cublas_workspace(None)
 
 #: exllama v2 kernels (the default for 4-bit GPTQ in transformers through AutoGPTQ / optimum) size their
 #: scratch for this many input tokens per matmul
