@@ -20,6 +20,15 @@ from vramdesk.core.inventory import build_inventory
 from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 
+#: the geometry of the small sample configs below
+_SMALL: dict[str, Any] = {
+    "hidden_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 1024,
+    "vocab_size": 1000,
+}
+
 #: records the catalog has no config for: hand-written configs with their geometry (small, to stay fast)
 _LEGACY: dict[str, dict[str, Any]] = {
     "qwen": QWEN7B,
@@ -57,6 +66,38 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "intermediate_size": 1024,
         "vocab_size": 1000,
     },
+    # GPT-2-era families (config_readers/classic.py; full-size configs in test_families_classic.py)
+    "gpt2": {"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4, "n_positions": 512, "vocab_size": 1000},
+    "gptj": {"model_type": "gptj", "n_embd": 256, "n_layer": 2, "n_head": 4, "rotary_dim": 16, "vocab_size": 1000},
+    "codegen": {"model_type": "codegen", "n_embd": 256, "n_layer": 2, "n_head": 4, "vocab_size": 1000},
+    # OPT-350m's shape: a narrower embedding (project_in / project_out) and post-attention norms
+    "opt": {
+        "model_type": "opt",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "ffn_dim": 1024,
+        "max_position_embeddings": 512,
+        "word_embed_proj_dim": 128,
+        "do_layer_norm_before": False,
+        "vocab_size": 1000,
+    },
+    # current decoders with layouts of their own (full-size configs: tests/core/test_families_modern.py)
+    "glm4": {**_SMALL, "model_type": "glm4", "attention_bias": True, "num_key_value_heads": 2},
+    "glm4_moe": {
+        **_SMALL,
+        "model_type": "glm4_moe",
+        "num_hidden_layers": 3,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "num_nextn_predict_layers": 1,
+    },
+    "olmoe": {**_SMALL, "model_type": "olmoe", "num_experts": 4, "num_experts_per_tok": 2},
+    "granitemoe": {**_SMALL, "model_type": "granitemoe", "num_local_experts": 4, "num_experts_per_tok": 2},
+    "exaone4": {**_SMALL, "model_type": "exaone4", "num_hidden_layers": 4, "sliding_window": 128},
+    "cohere": {**_SMALL, "model_type": "cohere2", "num_hidden_layers": 4, "sliding_window": 128},
+    "starcoder2": {**_SMALL, "model_type": "starcoder2", "sliding_window": 128},
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)
@@ -243,7 +284,8 @@ def test_the_dead_quirk_check_finds_a_field_nobody_reads() -> None:
 
 def test_every_record_is_filed_under_its_name() -> None:
     assert all(key == fam.name for key, fam in FAMILIES.items())
-    assert {fam.name for fam in FAMILIES.values() if fam.reader != fam.name} == {"phi3", "mixtral", "olmo2"}
+    variants = {fam.name for fam in FAMILIES.values() if fam.reader != fam.name}
+    assert variants == {"phi3", "mixtral", "olmo2", "granitemoe"}
 
 
 # ----------------------------------------------------------------------------------------------

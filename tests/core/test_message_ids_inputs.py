@@ -200,6 +200,8 @@ def _config_errors() -> list[Text]:
         _with(QWEN7B, intermediate_size=22017),
         _with(LLAMA, model_type="foo_model", hidden_size=None),
         {"model_type": "gemma3_text", **_with(LLAMA, model_type=None, sliding_window=None)},
+        {"model_type": "opt", "hidden_size": 96, "num_attention_heads": 3, "layer_norm_elementwise_affine": False},
+        _with(LLAMA, model_type="cohere2", sliding_window=128, sliding_window_pattern="LXG"),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

@@ -145,6 +145,11 @@ class Architecture(_Frozen):
     norms_per_layer: int = 2
     learned_positions: int = 0
     embedding_norm: bool = False
+    #: the token embedding's width when it is not ``hidden`` (OPT-350m's word_embed_proj_dim: projections into
+    #: and out of the decoder); 0: ``hidden``
+    embed_width: int = 0
+    #: a norm after the last layer (OPT without do_layer_norm_before has none)
+    final_norm: bool = True
     lm_head_bias: bool = False
     attention_sinks: bool = False
     #: Gemma 2 soft-caps attention scores and the final logits with tanh (attn_logit_softcapping,

@@ -28,6 +28,14 @@ from .architecture import Architecture
 #: stacked in one matrix twice as wide, then down (Phi-3's gate_up_proj)
 MlpKind = Literal["gated", "plain", "fused"]
 
+#: Gemma 2 / 3 layers normalise both the input and the output of attention and of the MLP
+GEMMA_SANDWICH_NORMS = (
+    "input_layernorm",
+    "post_attention_layernorm",
+    "pre_feedforward_layernorm",
+    "post_feedforward_layernorm",
+)
+
 #: how many projections an MLP of each kind names (the last is the down projection)
 _MLP_NAMES_PER_KIND: Mapping[MlpKind, int] = {"gated": 3, "plain": 2, "fused": 2}
 
@@ -90,6 +98,9 @@ class Family:
     #: the two norms of a layer with two (one-norm layers have ``input_layernorm``, four-norm Gemma 2 / 3 layers
     #: their sandwich norms)
     layer_norms: tuple[str, str] = ("input_layernorm", "post_attention_layernorm")
+    #: the four norms of a four-norm layer (``Architecture.norms_per_layer`` = 4), in the order: before
+    #: attention, after attention, before the MLP, after the MLP
+    sandwich_norms: tuple[str, str, str, str] = GEMMA_SANDWICH_NORMS
 
     # -- attention (MLA and linear-attention layers have names of their own, DeepSeek's and Qwen3-Next's)
     #: the attention module under each layer
@@ -125,6 +136,18 @@ class Family:
     #: "Phi SWA is currently disabled", llama-model.cpp since ggml-org/llama.cpp#13676)
     gguf_sliding_window: bool = True
 
+    # -- GPT-2-era layouts (GPT-2, GPT-J, OPT, CodeGen)
+    #: the learned position-embedding table (``Architecture.learned_positions`` rows)
+    positions: str = "transformer.wpe"
+    #: the one norm of a layer whose attention and MLP read the same normalised input (``norms_per_layer`` 1)
+    single_norm: str = "input_layernorm"
+    #: what comes between a layer's prefix and its MLP projections ("mlp." = ``{layer}.mlp.fc1``; OPT's fc1 / fc2
+    #: sit on the layer itself)
+    mlp_prefix: str = "mlp."
+    #: the projections into and out of the decoder when the token embedding is narrower than it
+    #: (``Architecture.embed_width``: OPT-350m's project_in / project_out); None: the family has none
+    embed_projections: tuple[str, str] | None = None
+
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
             raise ValueError(f"family {self.name}: a {self.mlp} MLP names {_MLP_NAMES_PER_KIND[self.mlp]} projections")
@@ -142,14 +165,15 @@ LLAMA = Family(
         "mistral",
         "qwen2",
         "qwen3",
+        # Granite 3.x (modeling_granite.py): Llama's modules with attention_bias / mlp_bias; its embedding,
+        # residual, attention and logits multipliers scale activations and store no tensor
         "granite",
         "internlm2",
         "yi",
+        # SmolLM3 (modeling_smollm3.py): its NoPE layers (no_rope_layers) only skip the rotary step
         "smollm3",
         "qwen2_moe",
         "qwen3_moe",
-        "cohere",
-        "starcoder2",
         "deepseek",
         "exaone",
         "glm",
@@ -313,6 +337,129 @@ PHI = Family(
     mlp_names=("fc1", "fc2"),
 )
 
+# -- GPT-2-era families (config_readers/classic.py). Tensor names, biases and norms from transformers'
+# src/transformers/models/<family>/modeling_<family>.py (huggingface/transformers as stored in the code index).
+
+#: GPT-2 / DistilGPT2 (modeling_gpt2.py): GPT-BigCode's names (GPT2Model wte, wpe, h.{i}.ln_1 / attn.c_attn /
+#: attn.c_proj / ln_2 / mlp.c_fc / mlp.c_proj, ln_f; Conv1D with biases; LayerNorm; lm_head tied to wte), but
+#: every head has its own keys and values
+GPT2 = replace(GPT_BIGCODE, name="gpt2", reader="gpt2", model_types=("gpt2",))
+
+#: GPT-J (modeling_gptj.py): GPTJBlock has one ln_1 feeding attention and MLP in parallel; q/k/v/out_proj
+#: without bias, mlp.fc_in / fc_out with bias; rotary over rotary_dim (no position table); GPTJForCausalLM's
+#: lm_head is nn.Linear(n_embd, vocab_size) with a bias, untied (GPTJConfig tie_word_embeddings=False)
+GPTJ = Family(
+    name="gptj",
+    reader="gptj",
+    model_types=("gptj",),
+    norm="layer",
+    mlp="plain",
+    layers="transformer.h",
+    embed="transformer.wte",
+    final_norm="transformer.ln_f",
+    attn="attn",
+    o_proj="out_proj",
+    mlp_names=("fc_in", "fc_out"),
+    single_norm="ln_1",
+)
+
+#: CodeGen (modeling_codegen.py): GPT-J's block ("Copied from GPTJBlock") with q, k and v fused in one
+#: qkv_proj without bias; lm_head nn.Linear(n_embd, vocab_size) with a bias
+CODEGEN = replace(GPTJ, name="codegen", reader="codegen", model_types=("codegen",), qkv_proj="qkv_proj")
+
+#: OPT (modeling_opt.py): OPTForCausalLM.model.decoder: embed_tokens (vocab, word_embed_proj_dim),
+#: embed_positions (OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows), project_in / project_out
+#: without bias when word_embed_proj_dim != hidden_size, layers.{i}.self_attn.{q,k,v,out}_proj and fc1 / fc2
+#: (bias = enable_bias) beside self_attn_layer_norm and final_layer_norm, a final_layer_norm only when
+#: do_layer_norm_before; lm_head nn.Linear(word_embed_proj_dim, vocab_size, bias=False), tied
+OPT = Family(
+    name="opt",
+    reader="opt",
+    model_types=("opt",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    layers="model.decoder.layers",
+    embed="model.decoder.embed_tokens",
+    final_norm="model.decoder.final_layer_norm",
+    layer_norms=("self_attn_layer_norm", "final_layer_norm"),
+    o_proj="out_proj",
+    mlp_names=("fc1", "fc2"),
+    positions="model.decoder.embed_positions",
+    mlp_prefix="",
+    embed_projections=("model.decoder.project_in", "model.decoder.project_out"),
+)
+
+# -- current decoder families with their own layouts (tensor names from transformers' modeling_<family>.py)
+
+#: GLM-4-0414 / GLM-Z1 (modeling_glm4.py: Glm4DecoderLayer, Glm4MLP = Phi3MLP): four RMSNorms a layer, input_layernorm
+#: -> attention -> post_self_attn_layernorm, then post_attention_layernorm -> MLP -> post_mlp_layernorm; gate and up
+#: fused as gate_up_proj; q/k/v biases (attention_bias), none on o_proj; partial_rotary_factor stores no tensor
+GLM4 = Family(
+    name="glm4",
+    reader="glm4",
+    model_types=("glm4",),
+    mlp="fused",
+    mlp_names=("gate_up_proj", "down_proj"),
+    sandwich_norms=("input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"),
+)
+
+#: GLM-4.5 / GLM-4.5-Air / GLM-4.6 (modeling_glm4_moe.py): Llama's attention (q/k/v biases, optional per-head q/k
+#: norms), dense layers before first_k_dense_replace, then a sigmoid router mlp.gate with e_score_correction_bias,
+#: routed experts and n_shared_experts fused into mlp.shared_experts; checkpoints store one nn.Linear per expert
+#: (mlp.experts.{e}.gate_proj ...) and the MTP layers in DeepSeek-V3's numbering, with their own embed_tokens and
+#: shared_head.head (GLM-4.5-Air: model.layers.46.*)
+GLM4_MOE = Family(
+    name="glm4_moe",
+    reader="glm4_moe",
+    model_types=("glm4_moe",),
+    shared_expert="mlp.shared_experts",
+    mtp=DEEPSEEK_MTP,
+)
+
+#: OLMoE (modeling_olmoe.py): Llama's modules with q_norm / k_norm over the whole q and k projections (as OLMo 2),
+#: every layer MoE with a router mlp.gate and 64 experts stored per expert
+OLMOE = Family(name="olmoe", reader="olmoe", model_types=("olmoe",))
+
+#: Granite 3.x MoE (modeling_granitemoe.py, the checkpoints' names): the experts are one stacked, gate-and-up-fused
+#: block_sparse_moe.input_linear (E, 2I, H) and block_sparse_moe.output_linear (E, H, I), the router
+#: block_sparse_moe.router.layer; no shared expert; the multipliers store no tensor
+GRANITEMOE = replace(
+    LLAMA,
+    name="granitemoe",
+    model_types=("granitemoe",),
+    router="block_sparse_moe.router.layer",
+    experts="block_sparse_moe",
+    fused_experts=True,
+    expert_names=("input_linear.weight", "output_linear.weight"),
+)
+
+#: EXAONE 4.0 (modeling_exaone4.py): per-head q_norm / k_norm, norms after attention and after the MLP (OLMo 2's
+#: places), sliding layers from layer_types or sliding_window_pattern ("LLLG": three sliding, one global)
+EXAONE4 = Family(
+    name="exaone4",
+    reader="exaone4",
+    model_types=("exaone4",),
+    layer_norms=("post_attention_layernorm", "post_feedforward_layernorm"),
+)
+
+#: Command R / R+ and Command R7B / A (modeling_cohere.py, modeling_cohere2.py): one LayerNorm with a weight and no
+#: bias feeds attention and MLP in parallel (input_layernorm), tied embeddings; Command R+'s q/k norms (use_qk_norm)
+#: are (heads, head_dim) per projection; Cohere2's sliding layers from layer_types or sliding_window_pattern (4)
+COHERE = Family(name="cohere", reader="cohere", model_types=("cohere", "cohere2"), tied_by_default=True)
+
+#: StarCoder2 (modeling_starcoder2.py): LayerNorms with biases, a plain c_fc -> c_proj MLP, q/k/v/o and MLP biases
+#: from use_bias, tied embeddings, a sliding window on every layer when sliding_window is set
+STARCODER2 = Family(
+    name="starcoder2",
+    reader="starcoder2",
+    model_types=("starcoder2",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    mlp_names=("c_fc", "c_proj"),
+)
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -332,6 +479,17 @@ FAMILIES: Mapping[str, Family] = {
         FALCON,
         BLOOM,
         PHI,
+        GPT2,
+        GPTJ,
+        CODEGEN,
+        OPT,
+        GLM4,
+        GLM4_MOE,
+        OLMOE,
+        GRANITEMOE,
+        EXAONE4,
+        COHERE,
+        STARCODER2,
     )
 }
 

@@ -137,8 +137,8 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
         *ins, down = fam.mlp_names
         width = 2 * inter if fam.mlp == "fused" else inter
         for name in ins:
-            b.linear(f"{p}.mlp.{name}", width, h, "mlp", i, part, arch.mlp_bias)
-        b.linear(f"{p}.mlp.{down}", h, inter, "mlp", i, part, arch.mlp_bias)
+            b.linear(f"{p}.{fam.mlp_prefix}{name}", width, h, "mlp", i, part, arch.mlp_bias)
+        b.linear(f"{p}.{fam.mlp_prefix}{down}", h, inter, "mlp", i, part, arch.mlp_bias)
         return
     moe = spec.moe
     e, inter = moe.num_experts, moe.expert_intermediate
@@ -172,22 +172,14 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
             b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
 
 
-#: Gemma 2 / 3 layers normalise both the input and the output of attention and of the MLP
-_SANDWICH_NORMS = (
-    "input_layernorm",
-    "post_attention_layernorm",
-    "pre_feedforward_layernorm",
-    "post_feedforward_layernorm",
-)
-
-
 def _norms(b: _Builder, arch: Architecture, fam: Family, p: str, layer: int, part: str) -> None:
     lb = arch.norm == "layer"
     if arch.norms_per_layer == 4:
-        names: tuple[str, ...] = _SANDWICH_NORMS
+        # both sides of attention and of the MLP (Gemma 2 / 3, GLM-4)
+        names: tuple[str, ...] = fam.sandwich_norms
     elif arch.norms_per_layer == 1:
-        # one norm feeds attention and MLP in parallel (Phi-1 / Phi-2, Falcon-7B)
-        names = ("input_layernorm",)
+        # one norm feeds attention and MLP in parallel (Phi-1 / Phi-2, Falcon-7B, GPT-J's ln_1)
+        names = (fam.single_norm,)
     else:
         names = fam.layer_norms
     for n in names:
@@ -276,17 +268,26 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
     b = _Builder()
     fam = family_of(arch)
     h, vocab = arch.hidden, arch.vocab
-    b.add(f"{fam.embed}.weight", (vocab, h), "embedding")
+    width = arch.embed_width or h
+    b.add(f"{fam.embed}.weight", (vocab, width), "embedding")
     if arch.learned_positions:
-        b.add("transformer.wpe.weight", (arch.learned_positions, h), "embedding")
+        b.add(f"{fam.positions}.weight", (arch.learned_positions, h), "embedding")
+    if width != h:
+        # into the decoder after the token embedding, and back out before the head (no bias)
+        if fam.embed_projections is None:
+            raise ValueError(f"{arch.model_type}: family {fam.name} has no projections for a {width}-wide embedding")
+        proj_in, proj_out = fam.embed_projections
+        b.linear(proj_in, h, width, "embedding", None, "text")
+        b.linear(proj_out, width, h, "embedding", None, "text")
     if arch.embedding_norm:
         b.norm("transformer.word_embeddings_layernorm", h, None, "text", True)
     for spec in arch.layers:
         _decoder_layer(b, arch, fam, spec, f"{fam.layers}.{spec.index}", "text")
-    b.norm(fam.final_norm, h, None, "text", arch.norm == "layer")
+    if arch.final_norm:
+        b.norm(fam.final_norm, h, None, "text", arch.norm == "layer")
     head = fam.lm_head
     if not arch.tie_embeddings:
-        b.add(f"{head}.weight", (vocab, h), "lm_head")
+        b.add(f"{head}.weight", (vocab, width), "lm_head")
         if arch.lm_head_bias:
             b.add(f"{head}.bias", (vocab,), "bias")
     # MTP layers: a full decoder layer (attention kind of a global layer, the MoE/dense MLP of the last layer)

@@ -21,9 +21,11 @@ from typing import Any
 from ..architecture import Architecture, ConfigError
 from ..families import LLAMA, Family, family_for_model_type
 from ..messages import Message, error_text
+from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
 from .fields import _Cfg, _finite, _model_type, _text_and_outer
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 
 UNSUPPORTED_MODEL_TYPE = Message(
     "config.unsupported_model_type",
@@ -53,6 +55,18 @@ _READERS: dict[str, Reader] = {
     "falcon": _falcon,
     "bloom": _bloom,
     "phi": _phi,
+    # GPT-2-era families (classic.py); CodeGen's layout is GPT-J's
+    "gpt2": _gpt2,
+    "gptj": _gptj,
+    "codegen": _gptj,
+    "opt": _opt,
+    # current decoders with layouts of their own (modern.py)
+    "glm4": _glm4,
+    "glm4_moe": _glm4_moe,
+    "olmoe": _olmoe,
+    "exaone4": _exaone4,
+    "cohere": _cohere,
+    "starcoder2": _starcoder2,
 }
 
 
