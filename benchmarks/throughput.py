@@ -8,9 +8,10 @@ Prints figures only (machines here are shared and noisy; the ratios are the figu
   the model's facts known). Floor: validating the same scenario object (``Scenario.model_validate``) — the
   least any estimate of a scenario costs. Targets: <= 50 us.
 * **--jsonl**: a child process runs ``vramdesk estimate --jsonl`` over 10,000 lines (every catalog model, the
-  three engines, four GPUs, several lengths and batch sizes) and writes the results to a file. Floor: a child
-  process that starts the same way and only parses and validates each line into its scenario. Target:
-  >= 5,000 lines per second.
+  three engines, four GPUs, several lengths and batch sizes) and writes the results to a file: as it runs by
+  default (worker processes, one per core) and with ``--jobs 1`` (one process; the two outputs must be the same
+  bytes). Floor: a child process that starts the same way and only parses and validates each line into its
+  scenario. Target: >= 5,000 lines per second.
 
     python benchmarks/throughput.py [--lines N]
 """
@@ -119,24 +120,28 @@ def main(argv: list[str] | None = None) -> int:
         src = Path(tmp) / "scenarios.jsonl"
         src.write_text("\n".join(scenario_lines(ns.lines)) + "\n", encoding="utf-8")
         results = Path(tmp) / "results.jsonl"
+        t_one = _child(["-m", "vramdesk", "estimate", "--jsonl", str(src), "--jobs", "1"], Path(tmp) / "one.jsonl")
         t_est = _child(["-m", "vramdesk", "estimate", "--jsonl", str(src)], results)
+        same = (Path(tmp) / "one.jsonl").read_bytes() == results.read_bytes()
         t_floor = _child([__file__, "--validate-only", str(src)], Path(tmp) / "floor.out")
         t_start = _child(["-m", "vramdesk", "estimate", "--jsonl", os.devnull], Path(tmp) / "start.out")
         lines = results.read_text(encoding="utf-8").splitlines()
         errors = sum(1 for line in lines if line.startswith('{"error"'))
         size = results.stat().st_size
     n = ns.lines
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     print(
         f"  --jsonl, {n:,} lines incl. start:   {n / t_est:7,.0f} lines/s   "
-        f"({t_est:.2f} s; process start {t_start:.2f} s; {size / n / 1024:.1f} KiB of JSON per line; "
-        f"{errors} error lines)"
+        f"({t_est:.2f} s over {cores} core(s); process start {t_start:.2f} s; {size / n / 1024:.1f} KiB of JSON "
+        f"per line; {errors} error lines)"
     )
+    print(f"  --jsonl --jobs 1 (one process):     {n / t_one:7,.0f} lines/s   ({t_one:.2f} s)")
     print(
         f"  floor, parse + validate each line:  {n / t_floor:7,.0f} lines/s   "
-        f"({t_floor:.2f} s; ratio {t_est / t_floor:.1f}x)"
+        f"({t_floor:.2f} s, one process; ratio to --jobs 1: {t_one / t_floor:.1f}x)"
     )
-    if len(lines) != n:
-        print(f"  FAILED: {len(lines)} result lines for {n} input lines")
+    if len(lines) != n or not same:
+        print(f"  FAILED: {len(lines)} result lines for {n} input lines; one process and several agree: {same}")
         return 1
     return 0
 

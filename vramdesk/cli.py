@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from pydantic import ValidationError
 
@@ -152,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     out = est.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--jsonl", metavar="FILE", help="many scenarios: one JSON object per line ('-' = stdin)")
+    est.add_argument(
+        "--jobs",
+        type=_nonneg,
+        metavar="N",
+        help="--jsonl: worker processes (1 = this process only) [0 = one per core for a file of many lines]",
+    )
     est.add_argument("--save", metavar="S.json", help="also write the scenario file")
     est.add_argument(
         "--no-detect",
@@ -305,23 +310,6 @@ def render_text(est: Estimate, scenario: Scenario, out: TextIO) -> None:
         out.write(f"note: {note}\n")
 
 
-#: longest --jsonl line read (bytes); a longer one is that line's error, and the next lines go on
-_MAX_JSONL_LINE = 1024 * 1024
-
-
-def _jsonl_lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
-    """(line number, bytes) of each line; None for a line longer than _MAX_JSONL_LINE (skipped, not held)."""
-    lineno = 0
-    while line := fh.readline(_MAX_JSONL_LINE + 1):
-        lineno += 1
-        if len(line) > _MAX_JSONL_LINE and not line.endswith(b"\n"):
-            while (rest := fh.readline(_MAX_JSONL_LINE)) and not rest.endswith(b"\n"):
-                pass
-            yield lineno, None
-        else:
-            yield lineno, line
-
-
 def _jsonl_result(line: bytes) -> dict[str, Any]:
     try:
         obj = jsonsafe.loads(line, source="")
@@ -342,37 +330,11 @@ def _jsonl_result(line: bytes) -> dict[str, Any]:
     return estimate_to_dict(est, scenario, perf)
 
 
-def _jsonl(path: str, out: TextIO) -> int:
-    """``--jsonl FILE``: one JSON result per non-blank line, in order. The input is read as bytes, line by line,
-    so whatever one line holds (a non-UTF-8 byte, deep nesting, NaN, a model that does not resolve, even a bug)
-    gives that line's own ``{"error": "line N: ..."}`` and the other lines go on."""
-    if path == "-":
-        stdin = getattr(sys.stdin, "buffer", None)  # a text stream replaced by a test has no buffer
-        fh: BinaryIO = stdin if stdin is not None else io.BytesIO(sys.stdin.read().encode("utf-8", "replace"))
-    else:
-        fh = open(path, "rb")  # noqa: SIM115
-    failures = 0
-    try:
-        for lineno, line in _jsonl_lines(fh):
-            if line is not None and not line.strip():
-                continue
-            error = None
-            try:
-                if line is None:
-                    raise CliError(f"longer than {_MAX_JSONL_LINE:,} bytes")
-                text = json.dumps(_jsonl_result(line), allow_nan=False)
-            except ERRORS as err:
-                error = " ".join(str(err).split())
-            except Exception as err:  # a bug: this line's error, not the end of the batch
-                error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:500]})"
-            if error is not None:
-                failures += 1
-                text = json.dumps({"error": f"line {lineno}: {error}"})
-            out.write(text + "\n")
-    finally:
-        if path != "-":
-            fh.close()
-    return 0 if failures == 0 else 1
+def _jsonl(path: str, out: TextIO, jobs: int = 0) -> int:
+    """``--jsonl FILE``: one JSON result per non-blank line, in order (``cli_jsonl``: each line its own job)."""
+    from vramdesk.cli_jsonl import run
+
+    return run(path, out, _jsonl_result, jobs)
 
 
 def _printable(text: object) -> str:
@@ -601,7 +563,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         if ns.jsonl:
             if ns.model:
                 raise CliError("give either MODEL or --jsonl FILE, not both")
-            return _jsonl(ns.jsonl, out)
+            return _jsonl(ns.jsonl, out, 0 if ns.jobs is None else ns.jobs)
+        if ns.jobs is not None:
+            raise CliError("--jobs goes with --jsonl FILE (it sets how many processes estimate the lines)")
         if not ns.model:
             raise CliError("estimate needs a MODEL (repo id, config.json, folder or scenario .json) or --jsonl FILE")
         scenario = scenario_from(ns.model, _options_dict(ns))

@@ -126,9 +126,15 @@ def _compute_bytes(fmt: WeightFormat) -> int:
 
 
 def _kv(work: InferenceWorkload, fmt: WeightFormat, arch: Architecture) -> tuple[float, Text]:
-    name: str = work.kv_dtype
+    """The KV cache's bits per element and its label (kept per weight format, KV setting and engine)."""
+    kv_dtype, engine_name = work.kv_dtype, work.engine
+    return derived(fmt, ("kv cache", kv_dtype, engine_name), lambda: _kv_bits(kv_dtype, engine_name, fmt))
+
+
+def _kv_bits(kv_dtype: str, engine_name: str, fmt: WeightFormat) -> tuple[float, Text]:
+    name: str = kv_dtype
     if name == "auto":
-        if (auto := engine(work.engine).auto_kv_dtype) is not None:
+        if (auto := engine(engine_name).auto_kv_dtype) is not None:
             name = auto
         else:
             name = (
@@ -253,17 +259,18 @@ def _inference_shares(
     gpu: GpuSpec | None,
     gpu_count: int,
     headroom_fraction: float | None,
-    allocated: int,
+    peak: Phase,
     reserved: int,
     extra: int,
 ) -> tuple[GpuShare, ...]:
     """What each GPU holds: its own peak when the engine splits the model unevenly (each with its verdict), else
-    one share of the peak per GPU the engine uses."""
+    one share of ``peak`` (GPU 0's) per GPU the engine uses."""
+    allocated = peak.allocated_bytes
     if run.per_gpu_phases:
         shares = []
         for i, (phases, slack) in enumerate(zip(run.per_gpu_phases, run.per_gpu_slack, strict=True)):
-            own = max(phases, key=lambda p: p.allocated_bytes)
-            a = own.allocated_bytes
+            own = peak if phases is run.phases else max(phases, key=lambda p: p.allocated_bytes)
+            a = allocated if phases is run.phases else own.allocated_bytes
             shares.append(
                 GpuShare(
                     index=i,
@@ -327,7 +334,7 @@ def _estimate(
     reserved = allocated + run.reserved_slack
     extra = sum(c.bytes for c in run.device_extra)
     device = reserved + extra
-    per_gpu = _inference_shares(run, gpu, gpu_count, headroom_fraction, allocated, reserved, extra)
+    per_gpu = _inference_shares(run, gpu, gpu_count, headroom_fraction, peak, reserved, extra)
     if gpu_count > len(per_gpu) and eng.may_leave_gpus_empty:
         warnings.append(EMPTY_GPUS(gpus=gpu_count, used=len(per_gpu)))
     # the verdict is decided by the busiest GPU

@@ -80,15 +80,22 @@ class _KvGroup:
     window: int | None
 
 
-def _build_layout(layers: tuple[LayerSpec, ...]) -> tuple[_KvGroup, ...]:
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class _KvLayout:
+    """Layers grouped by KV class (and the words that describe them, kept with the layout per engine)."""
+
+    groups: tuple[_KvGroup, ...]
+
+
+def _build_layout(layers: tuple[LayerSpec, ...]) -> _KvLayout:
     counts: dict[tuple[KvLayerSpec, str, int, int | None], int] = {}
     for layer in layers:
         key = (kv_layer(layer), layer.attention.value, layer.n_kv_heads, layer.window)
         counts[key] = counts.get(key, 0) + 1
-    return tuple(_KvGroup(spec, n, kind, heads, window) for (spec, kind, heads, window), n in counts.items())
+    return _KvLayout(tuple(_KvGroup(spec, n, kind, heads, window) for (spec, kind, heads, window), n in counts.items()))
 
 
-def _layout(arch: Architecture, layers: tuple[LayerSpec, ...] | None) -> tuple[_KvGroup, ...]:
+def _layout(arch: Architecture, layers: tuple[LayerSpec, ...] | None) -> _KvLayout:
     """``layers`` (all of ``arch``'s when None) grouped by KV class: a model has a few kinds of layer, so a plan
     costs a few multiplications, not one per layer. Kept per architecture and subset of its layers."""
     if layers is None or layers is arch.layers:
@@ -102,7 +109,7 @@ def _layout(arch: Architecture, layers: tuple[LayerSpec, ...] | None) -> tuple[_
 
 
 def state_bytes_per_sequence(arch: Architecture, engine: KvRule, compute_bytes: int) -> int:
-    return sum(g.count * g.spec.state_bytes_per_sequence(engine, compute_bytes) for g in _layout(arch, None))
+    return sum(g.count * g.spec.state_bytes_per_sequence(engine, compute_bytes) for g in _layout(arch, None).groups)
 
 
 def plan_kv(
@@ -120,7 +127,7 @@ def plan_kv(
     layers: tuple[LayerSpec, ...] | None = None,
 ) -> KvPlan:
     """K/V bytes for ``seqs`` sequences of ``tokens`` tokens each (``layers``: a subset, e.g. one GPU's)."""
-    groups = _layout(arch, layers)
+    layout = _layout(arch, layers)
     opts = KvOptions(block_size=block_size, batched_tokens=batched_tokens, n_ubatch=n_ubatch, swa_full=swa_full)
     bpe = kv_bits / 8.0
     kv = 0.0
@@ -128,7 +135,7 @@ def plan_kv(
     all_layers = 0.0
     growing = 0.0
     state_seq = 0
-    for g in groups:
+    for g in layout.groups:
         spec = g.spec
         state_seq += g.count * spec.state_bytes_per_sequence(engine, compute_bytes)
         el = spec.elements_per_token(engine)
@@ -141,7 +148,7 @@ def plan_kv(
         all_layers += el * bpe * g.count
         if kept >= tokens:
             growing += el * bpe * g.count
-    explain = later(_explain, groups, engine, tokens, seqs, kv_bits, state_seq)
+    explain = later(_explain, layout, engine, tokens, seqs, kv_bits, state_seq)
     return KvPlan(
         kv_bytes=round(kv),
         state_bytes=state_seq * seqs,
@@ -153,17 +160,26 @@ def plan_kv(
     )
 
 
-def _explain(
-    groups: tuple[_KvGroup, ...], engine: KvRule, tokens: int, seqs: int, kv_bits: float, state_seq: int
-) -> Text:
+def _layer_words(groups: tuple[_KvGroup, ...], engine: KvRule) -> tuple[Text, ...]:
+    """The layers' part of the explanation: one clause per kind of attention layer the engine stores."""
     merged: dict[tuple[str, int, int, int | None], list[_KvGroup]] = {}
     for g in groups:
         el = g.spec.elements_per_token(engine)
         if el:
             merged.setdefault((g.kind, el, g.n_kv_heads, g.window), []).append(g)
-    parts: list[Text] = [members[0].spec.describe(sum(m.count for m in members), engine) for members in merged.values()]
-    parts = parts or [NO_ATTENTION()]
-    parts += [BITS(bits=kv_bits), SEQUENCES(seqs=seqs, tokens=tokens, engine=engine.name)]
+    parts = [members[0].spec.describe(sum(m.count for m in members), engine) for members in merged.values()]
+    return tuple(parts or [NO_ATTENTION()])
+
+
+#: "16 bits per element" by bit width (a few KV dtypes: built once each)
+_BITS_WORDS: dict[float, Text] = {}
+
+
+def _explain(layout: _KvLayout, engine: KvRule, tokens: int, seqs: int, kv_bits: float, state_seq: int) -> Text:
+    groups = layout.groups
+    layer_words = derived(layout, ("words", engine.name), lambda: _layer_words(groups, engine))
+    bits = _BITS_WORDS.get(kv_bits) or _BITS_WORDS.setdefault(kv_bits, BITS(bits=kv_bits))
+    parts = [*layer_words, bits, SEQUENCES(seqs=seqs, tokens=tokens, engine=engine.name)]
     if state_seq:
         nlin = sum(g.count for g in groups if isinstance(g.spec, LinearAttentionSpec))
         parts.append(LINEAR_STATE(layers=nlin, bytes=state_seq))

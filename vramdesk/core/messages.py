@@ -160,8 +160,13 @@ class Later:
         built = self._built
         if built is None:
             make = cast("Callable[..., str]", self._make)
-            made = make(*map(_now, self._args), **{k: _now(v) for k, v in self._kwargs.items()})
-            built = self._built = made if isinstance(made, Text) else Text(made)
+            values = {k: v.text() if type(v) is Later else v for k, v in self._kwargs.items()}
+            if type(make) is Message and values:  # (the common case, straight to the formatting)
+                built = Text._formatted(make.template, make.id, values)
+            else:
+                made = make(*map(_now, self._args), **values)
+                built = made if isinstance(made, Text) else Text(made)
+            self._built = built
             self._make, self._args, self._kwargs = None, (), {}  # (what built it is not kept alive)
         return built
 

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .memo import derived
 from .messages import Later, MessageText, read_when_built
 
 Category = Literal[
@@ -42,8 +41,7 @@ class Phase(_Frozen):
 
     @property
     def allocated_bytes(self) -> int:
-        """What the phase's components hold together (kept with the phase: peaks are compared several times)."""
-        return derived(self, "allocated", lambda: sum(c.bytes for c in self.components))
+        return sum([c.bytes for c in self.components])
 
 
 class Params(_Frozen):

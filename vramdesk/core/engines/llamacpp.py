@@ -12,7 +12,8 @@ from ..families import family_of
 from ..gpu import GIB, MIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
-from ..messages import Message, Text, join
+from ..memo import derived
+from ..messages import Explanation, Message, Text, join, later
 from ..parallel import split_layers
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
@@ -119,7 +120,10 @@ def _gpu_weights(
     arch = ctx.arch
     n_layers = arch.n_layers
     w = ctx.weights
-    gpu_w = sum(b_ for i, b_ in w.per_layer.items() if i in on_gpu)
+    if len(on_gpu) == n_layers:
+        gpu_w = derived(w, "all layers' bytes", lambda: sum(w.per_layer.values()))
+    else:
+        gpu_w = sum(b_ for i, b_ in w.per_layer.items() if i in on_gpu)
     gpu_w -= sum(w.experts_per_layer[i] for i in host_experts)
     if output_on_gpu:
         gpu_w += w.head + w.other
@@ -128,11 +132,11 @@ def _gpu_weights(
     host_w = w.total - gpu_w
     if arch.tie_embeddings and output_on_gpu:
         host_w += w.embedding
-    explain = (WEIGHTS_OUTPUT if output_on_gpu else WEIGHTS)(
+    explain: Explanation = (WEIGHTS_OUTPUT if output_on_gpu else WEIGHTS).later(
         label=ctx.weights_label, layers=gpu_layers, total=n_layers, embeddings=w.embedding / GIB
     )
     if host_experts:
-        explain = join("; ", explain, _host_experts_explain(ctx, host_experts))
+        explain = later(join, "; ", explain, _host_experts_explain(ctx, host_experts))
     weights = Component(name="weights", bytes=gpu_w, category="weights", explain=explain)
     return weights, gpu_w, host_w
 
@@ -165,7 +169,7 @@ class _ComputeBuffer:
     #: the compute buffer of the first GPU while it runs a product whose weight is in host memory (0: none)
     staged: int
     #: the explanation of a compute buffer that stages nothing (the other GPUs of a layer split)
-    unstaged_explain: Text
+    unstaged_explain: Explanation
 
 
 def _staged(
@@ -215,6 +219,15 @@ def _staged(
     return 0, Text("")
 
 
+def _widest(arch: Architecture) -> tuple[int, int]:
+    """The widest FFN a token goes through (an expert's width x top-k for MoE layers) and the most heads."""
+    inter = max(
+        (layer.intermediate or (layer.moe.expert_intermediate * layer.moe.top_k if layer.moe else 0))
+        for layer in arch.layers
+    )
+    return inter, max(layer.n_heads for layer in arch.layers)
+
+
 def _compute_buffer(
     ctx: Context, n_ctx: int, output_on_gpu: bool, host_layers: set[int], host_experts: set[int]
 ) -> _ComputeBuffer:
@@ -222,17 +235,13 @@ def _compute_buffer(
     opts = work.llamacpp
     b, s_in = work.batch, ctx.input_len
     ub = min(opts.n_ubatch, max(1, s_in * b))
-    inter = max(
-        (layer.intermediate or (layer.moe.expert_intermediate * layer.moe.top_k if layer.moe else 0))
-        for layer in arch.layers
-    )
-    heads = max(layer.n_heads for layer in arch.layers)
+    inter, heads = derived(arch, "llama.cpp widest FFN and heads", lambda: _widest(arch))
     logits = ub * arch.vocab * 4 if output_on_gpu else 0
     ffn_buf = ub * (3 * inter + 6 * arch.hidden) * 4
     # flash attention: the FFN's F32 intermediates; without: the KQ scores of one ubatch over the whole context
     layer_buf = ffn_buf if opts.flash_attn else ub * heads * n_ctx * 4 + ub * 6 * arch.hidden * 4
     compute = max(logits, layer_buf) + ub * arch.hidden * 4
-    explain = (COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH)(ubatch=ub, vocab=arch.vocab)
+    explain: Explanation = (COMPUTE_FLASH if opts.flash_attn else COMPUTE_NO_FLASH).later(ubatch=ub, vocab=arch.vocab)
     unstaged = explain
     staged, staged_explain = _staged(ctx, ub, host_layers, output_on_gpu, layer_buf, host_experts, ffn_buf)
     if staged > compute:
@@ -328,6 +337,10 @@ def _layer_split(
     return per_gpu_phases
 
 
+#: the CUDA context and cuBLAS handle of a ggml-cuda process (the same component for every plan)
+_CONTEXT = Component(name="CUDA context", bytes=K.LLAMACPP_CONTEXT, category="overhead", explain=CONTEXT())
+
+
 def llamacpp_run(ctx: Context) -> EngineRun:
     arch, work = ctx.arch, ctx.work
     opts = work.llamacpp
@@ -342,13 +355,14 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     output_on_gpu = ngl > n_layers
     host_experts = cpu_moe_layers(ctx.weights.experts_per_layer, opts.n_cpu_moe, on_gpu)
     weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu, host_experts)
-    plan = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in on_gpu))
     plan_all = _kv_for(ctx, None)
+    # (every layer offloaded: the model's plan, whose layout is kept per model)
+    plan = plan_all if gpu_layers == n_layers else _kv_for(ctx, tuple(x for x in arch.layers if x.index in on_gpu))
     kv = Component(
         name="KV cache",
         bytes=plan.kv_bytes,
         category="kv_cache",
-        explain=join("; ", KV_CELLS(cells=seq_len * b, plan=plan.explain), ctx.kv_label),
+        explain=later(join, "; ", KV_CELLS.later(cells=seq_len * b, plan=plan.explain), ctx.kv_label),
     )
     comps = [weights, kv]
     if plan.state_bytes:
@@ -366,12 +380,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     comps.append(buf.component)
     host_kv = plan_all.kv_bytes - plan.kv_bytes + plan_all.state_bytes - plan.state_bytes
     host = host_w + host_kv + (0 if output_on_gpu else ub * arch.vocab * 4)
-    context = Component(
-        name="CUDA context",
-        bytes=K.LLAMACPP_CONTEXT,
-        category="overhead",
-        explain=CONTEXT(),
-    )
+    context = _CONTEXT
     phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
     per_gpu_phases: list[list[Phase]] = []
     n_split = min(max(1, ctx.gpu_count), max(1, gpu_layers))
@@ -393,7 +402,7 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     warnings: list[Text] = []
     if ctx.weight_kind != "gguf":
         warnings.append(NOT_GGUF(label=ctx.weights_label))
-    sliding = any(layer.attention == AttentionKind.SLIDING for layer in arch.layers)
+    sliding = derived(arch, "sliding layers", lambda: any(x.attention == AttentionKind.SLIDING for x in arch.layers))
     if sliding and not opts.swa_full and not family_of(arch).gguf_sliding_window:
         warnings.append(NO_SWA(model_type=arch.model_type))
     return EngineRun(

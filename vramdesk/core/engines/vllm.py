@@ -11,7 +11,8 @@ from ..fit import BUDGET_LABEL
 from ..gpu import GIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
-from ..messages import Message, Text, join
+from ..memo import derived
+from ..messages import Explanation, Message, Text, join, later
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload, VllmOptions
 from .base import Context, Engine, EngineRun, max_layer_transient, weights_component
@@ -98,7 +99,12 @@ def vllm_tp_problem(arch: Architecture, tp: int) -> Text | None:
 
 def vllm_kv_share(arch: Architecture, tp: int) -> float:
     """The fraction of a layer's KV one tensor-parallel rank holds: 1/tp while the KV heads split, else one head
-    (vLLM replicates KV heads when there are fewer than ranks); MLA's latent is whole on every rank."""
+    (vLLM replicates KV heads when there are fewer than ranks); MLA's latent is whole on every rank. Kept per
+    model and tensor-parallel size."""
+    return derived(arch, ("vLLM KV share", tp), lambda: _kv_share(arch, tp))
+
+
+def _kv_share(arch: Architecture, tp: int) -> float:
     shares = [
         max(1, layer.n_kv_heads // tp) / layer.n_kv_heads
         for layer in arch.layers
@@ -121,13 +127,13 @@ def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
     sampler = opts.max_num_seqs * arch.vocab * 4 * 2
     rest = sampler + batched * arch.hidden * c * 2
     if moe_text is not None and moe_b > layer_b:
-        explain = PROFILE_MOE(batched=batched, layer=moe_text, seqs=opts.max_num_seqs, vocab=arch.vocab)
+        explain = PROFILE_MOE.later(batched=batched, layer=moe_text, seqs=opts.max_num_seqs, vocab=arch.vocab)
         return Component(name="profile-run activations", bytes=moe_b + rest, category="activations", explain=explain)
     return Component(
         name="profile-run activations",
         bytes=layer_b + rest,
         category="activations",
-        explain=PROFILE(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab),
+        explain=PROFILE.later(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab),
     )
 
 
@@ -180,7 +186,7 @@ def _kv_pool(
             "max_concurrent_sequences": min(max_seqs, opts.max_num_seqs),
             "max_concurrency": round(concurrency, 4) if concurrency is not None else None,
         }
-        explain = POOL(
+        explain: Explanation = POOL.later(
             utilization=opts.gpu_memory_utilization,
             memory=ctx.gpu.memory_bytes / GIB,
             pool=pool / GIB,
@@ -192,7 +198,7 @@ def _kv_pool(
             plan=plan.explain,
         )
         if concurrency is not None:
-            explain = join("; ", explain, CONCURRENCY(seq_len=seq_len, concurrency=concurrency))
+            explain = later(join, "; ", explain, CONCURRENCY.later(seq_len=seq_len, concurrency=concurrency))
         kv = Component(name="KV cache pool", bytes=kv_pool, category="pool", explain=explain)
         if need_kv > kv_pool:
             warnings.append(POOL_TOO_SMALL(pool=kv_pool / GIB, batch=b, seq_len=seq_len, need=need_kv / GIB))
@@ -201,7 +207,7 @@ def _kv_pool(
             name="KV cache",
             bytes=need_kv,
             category="kv_cache",
-            explain=NO_POOL(batch=b, seq_len=seq_len, block=opts.block_size, plan=plan.explain),
+            explain=NO_POOL.later(batch=b, seq_len=seq_len, block=opts.block_size, plan=plan.explain),
         )
         warnings.append(CHOOSE_GPU())
     return kv, info_kwargs, warnings
@@ -212,7 +218,8 @@ def _weights(ctx: Context, share: float, tp: int, pp: int) -> Component:
     weights = weights_component(ctx, share, None if tp * pp == 1 else SHARD(tp=tp, pp=pp))
     if ctx.weight_kind != "mxfp4":
         return weights
-    extra, note = mxfp4_padding(ctx.arch, ctx.gpu, tp, pp)
+    arch, gpu = ctx.arch, ctx.gpu
+    extra, note = derived(arch, ("MXFP4 padding", gpu, tp, pp), lambda: mxfp4_padding(arch, gpu, tp, pp))
     if note is None:
         return weights
     return weights.model_copy(update={"bytes": weights.bytes + extra, "explain": join("; ", weights.explain, note)})

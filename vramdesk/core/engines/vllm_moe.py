@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from .. import constants as K
 from ..architecture import Architecture, MoeSpec
 from ..gpu import GpuSpec
-from ..messages import Message, Text
+from ..memo import derived
+from ..messages import Later, Message, Text
 
 MXFP4_PADDING = Message(
     "vllm.mxfp4.padding",
@@ -130,7 +131,7 @@ def mxfp4_padding(arch: Architecture, gpu: GpuSpec | None, tp: int, pp: int) -> 
 
 def fused_moe_transient(
     arch: Architecture, tokens: int, tp: int, c: int, mxfp4: str | None = None
-) -> tuple[int, Text | None]:
+) -> tuple[int, Later | None]:
     """The largest MoE layer's buffers on one rank while the profile run pushes ``tokens`` tokens through it, and
     the sentence that says so; (0, None) for a dense model.
 
@@ -142,10 +143,7 @@ def fused_moe_transient(
     in fp32 and the top-k weights and ids (M, top_k) x 4 B each."""
     best, text = 0, None
     m = min(tokens, K.VLLM_FUSED_MOE_CHUNK)
-    for layer in arch.layers:
-        moe = layer.moe
-        if moe is None:
-            continue
+    for moe in derived(arch, "distinct MoE layers", lambda: tuple(dict.fromkeys(x.moe for x in arch.layers if x.moe))):
         inter = -(-moe.expert_intermediate // max(1, tp))
         if mxfp4 is not None:
             inter = mxfp4_expert_layout(moe, arch.hidden, tp, mxfp4).intermediate
@@ -156,5 +154,5 @@ def fused_moe_transient(
         b = workspace + around
         if b > best:
             best = b
-            text = FUSED_MOE(tokens=m, top_k=moe.top_k, w1=w1, w2=w2, c=c)
+            text = FUSED_MOE.later(tokens=m, top_k=moe.top_k, w1=w1, w2=w2, c=c)
     return best, text
