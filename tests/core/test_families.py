@@ -98,6 +98,17 @@ _LEGACY: dict[str, dict[str, Any]] = {
     "exaone4": {**_SMALL, "model_type": "exaone4", "num_hidden_layers": 4, "sliding_window": 128},
     "cohere": {**_SMALL, "model_type": "cohere2", "num_hidden_layers": 4, "sliding_window": 128},
     "starcoder2": {**_SMALL, "model_type": "starcoder2", "sliding_window": 128},
+    # vision-language models (full-size configs: tests/core/test_multimodal_configs.py)
+    "qwen3_vl": {
+        "model_type": "qwen3_vl_moe",
+        "text_config": {**_SMALL, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128},
+        "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 16},
+    },
+    "qwen2_5_vl": {
+        **_SMALL,
+        "model_type": "qwen2_5_vl",
+        "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 14},
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

@@ -460,6 +460,28 @@ STARCODER2 = Family(
     mlp_names=("c_fc", "c_proj"),
 )
 
+# -- vision-language models whose text model is a known decoder (config_readers/multimodal.py); their towers are
+# VisionSpec kinds named by inventory._vision
+
+#: Qwen3-VL / Qwen3-VL-MoE (modeling_qwen3_vl.py, modeling_qwen3_vl_moe.py): Qwen3VLModel holds the text model as
+#: model.language_model (embed_tokens, layers.{i} with Qwen3's per-head q_norm / k_norm, norm) beside model.visual;
+#: Qwen3VLMoeTextExperts stores the experts as two stacked parameters, gate_up_proj (E, 2I, H) and down_proj
+#: (E, H, I), with the router mlp.gate
+QWEN3_VL = Family(
+    name="qwen3_vl",
+    reader="qwen3_vl",
+    model_types=("qwen3_vl", "qwen3_vl_moe"),
+    layers="model.language_model.layers",
+    embed="model.language_model.embed_tokens",
+    final_norm="model.language_model.norm",
+    fused_experts=True,
+    expert_names=("gate_up_proj", "down_proj"),
+)
+
+#: Qwen2.5-VL (modeling_qwen2_5_vl.py): Qwen2's text modules (q/k/v biases, none on o_proj) under the original
+#: checkpoints' model.layers, and the Qwen2.5-VL tower under visual.
+QWEN2_5_VL = Family(name="qwen2_5_vl", reader="qwen2_5_vl", model_types=("qwen2_5_vl",))
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -490,6 +512,8 @@ FAMILIES: Mapping[str, Family] = {
         EXAONE4,
         COHERE,
         STARCODER2,
+        QWEN3_VL,
+        QWEN2_5_VL,
     )
 }
 

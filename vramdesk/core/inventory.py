@@ -217,6 +217,8 @@ def _vision(b: _Builder, v: VisionSpec) -> None:
             b.norm(f"{m}.norm", h if k == 0 else merged, None, part, True)
             b.linear(f"{m}.linear_fc1", merged, merged, "vision", None, part, True)
             b.linear(f"{m}.linear_fc2", int(d["out_hidden_size"]), merged, "vision", None, part, True)
+    elif v.kind == "qwen2_5_vl":
+        _qwen2_5_vl_tower(b, v)
     elif v.kind == "llama4":
         ch, img = int(d["num_channels"]), int(d["image_size"])
         n_pos = (img // v.patch_size) ** 2 + 1
@@ -262,6 +264,30 @@ def _vision(b: _Builder, v: VisionSpec) -> None:
         b.norm("vision_tower.post_layernorm", h, None, part, True)
         b.add("multi_modal_projector.mm_soft_emb_norm.weight", (h,), "norm", None, part)
         b.add("multi_modal_projector.mm_input_projection_weight", (h, int(d["text_hidden"])), "vision", None, part)
+
+
+def _qwen2_5_vl_tower(b: _Builder, v: VisionSpec) -> None:
+    """Qwen2.5-VL's tower (modeling_qwen2_5_vl.py): Conv3d patch embedding without bias, blocks of two RMSNorms
+    (weight only), a fused qkv and proj with biases and a gated MLP with biases (Qwen2_5_VLMLP(bias=True)), then
+    Qwen2_5_VLPatchMerger: RMSNorm ln_q over the tower width and mlp.0 / mlp.2 over the merged patches."""
+    part = "vision"
+    d = v.details
+    h, inter = v.hidden, v.intermediate
+    ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
+    b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, part)
+    for i in range(v.depth):
+        p = f"visual.blocks.{i}"
+        b.norm(f"{p}.norm1", h, None, part, False)
+        b.norm(f"{p}.norm2", h, None, part, False)
+        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
+        b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
+        b.linear(f"{p}.mlp.gate_proj", inter, h, "vision", None, part, True)
+        b.linear(f"{p}.mlp.up_proj", inter, h, "vision", None, part, True)
+        b.linear(f"{p}.mlp.down_proj", h, inter, "vision", None, part, True)
+    merged = h * merge * merge
+    b.norm("visual.merger.ln_q", h, None, part, False)
+    b.linear("visual.merger.mlp.0", merged, merged, "vision", None, part, True)
+    b.linear("visual.merger.mlp.2", int(d["out_hidden_size"]), merged, "vision", None, part, True)
 
 
 def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:

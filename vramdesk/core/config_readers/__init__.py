@@ -23,9 +23,10 @@ from ..families import LLAMA, Family, family_for_model_type
 from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
-from .fields import _Cfg, _finite, _model_type, _text_and_outer
+from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
+from .multimodal import _qwen2_5_vl, _qwen3_vl
 
 UNSUPPORTED_MODEL_TYPE = Message(
     "config.unsupported_model_type",
@@ -67,6 +68,9 @@ _READERS: dict[str, Reader] = {
     "exaone4": _exaone4,
     "cohere": _cohere,
     "starcoder2": _starcoder2,
+    # vision-language models whose text model is a known decoder (multimodal.py)
+    "qwen3_vl": _qwen3_vl,
+    "qwen2_5_vl": _qwen2_5_vl,
 }
 
 
@@ -92,4 +96,9 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
         except ConfigError as err:
             raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=model_type, error=error_text(err))) from err
         arch = arch.model_copy(update={"warnings": (*arch.warnings, GENERIC_DECODER(model_type=model_type))})
+    if text is not outer:
+        filled = _nested_defaults(outer, {**_inherited(outer), **outer["text_config"]})
+        if filled:
+            sources = {**arch.sources, "text_config defaults": f"{model_type}'s text sub-config: {', '.join(filled)}"}
+            arch = arch.model_copy(update={"sources": sources})
     return arch

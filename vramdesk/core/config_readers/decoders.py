@@ -32,6 +32,7 @@ from .fields import (
     _layer_types,
     _lenient_int,
 )
+from .vision import qwen3_vl_tower
 
 TOP_K_ABOVE_EXPERTS = Message(
     "config.top_k_above_experts",
@@ -449,27 +450,7 @@ def _qwen_hybrid(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> A
     mtp = c.int(
         "mtp_num_hidden_layers", "num_nextn_predict_layers", default=1 if base == "qwen3_next" else 0, min_value=0
     )
-    vision = None
-    vc = outer.get("vision_config")
-    if isinstance(vc, Mapping) and outer is not c.d:
-        v = _Cfg(vc, f"{c.model_type} vision_config")
-        deepstack = v.get("deepstack_visual_indexes", [])
-        vision = VisionSpec(
-            kind="qwen3_vl",
-            depth=v.int("depth"),
-            hidden=v.int("hidden_size"),
-            intermediate=v.int("intermediate_size"),
-            num_heads=v.int("num_heads"),
-            patch_size=v.int("patch_size"),
-            details={
-                "in_channels": v.int("in_channels", default=3),
-                "temporal_patch_size": v.int("temporal_patch_size", default=2),
-                "spatial_merge_size": v.int("spatial_merge_size", default=2),
-                "num_position_embeddings": v.int("num_position_embeddings", default=0, min_value=0),
-                "out_hidden_size": v.int("out_hidden_size", default=hidden),
-                "deepstack": len(deepstack) if isinstance(deepstack, list) else 0,
-            },
-        )
+    vision = qwen3_vl_tower(c, outer, hidden) if outer is not c.d else None
     return Architecture(
         model_type=c.model_type,
         hidden=hidden,

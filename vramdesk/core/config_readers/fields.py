@@ -194,18 +194,55 @@ def _dtype(cfg: Mapping[str, Any], outer: Mapping[str, Any]) -> str:
     return "bf16"
 
 
+#: what a multimodal config's text sub-config class fills in for a field its nested ``text_config`` leaves out,
+#: by the outer ``model_type``. ``save_pretrained`` writes a sub-config as its difference from the sub-config
+#: class's defaults (``PretrainedConfig.to_diff_dict``), so google/gemma-3-4b-it's text_config names five fields
+#: and its vocabulary, heads and head width are Gemma3TextConfig's. Values: the ``__init__`` defaults of
+#: ``Gemma3TextConfig`` (src/transformers/models/gemma3/configuration_gemma3.py), the sub-config
+#: ``Gemma3Config.sub_configs["text_config"]`` instantiates.
+NESTED_TEXT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "gemma3": {
+        "vocab_size": 262_208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131_072,
+        "tie_word_embeddings": True,
+        "attention_bias": False,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
+}
+
+#: the fields a nested ``text_config`` takes from the outer config when it has none of its own
+_INHERITED = ("tie_word_embeddings", "quantization_config", "torch_dtype", "dtype")
+
+
+def _inherited(outer: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`_INHERITED` fields the outer config sets."""
+    return {key: outer[key] for key in _INHERITED if key in outer}
+
+
+def _nested_defaults(outer: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of :data:`NESTED_TEXT_DEFAULTS` a nested ``text_config`` (with what it inherits) leaves out."""
+    defaults = NESTED_TEXT_DEFAULTS.get(str(outer.get("model_type", "")).lower(), {})
+    return {key: value for key, value in defaults.items() if text.get(key) is None}
+
+
 def _text_and_outer(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(text config, outer config): the nested ``text_config`` of a multimodal model, with the outer
-    fields it inherits, or the config itself twice."""
+    fields it inherits and its sub-config class's defaults (:data:`NESTED_TEXT_DEFAULTS`) for the fields it
+    leaves out, or the config itself twice."""
     if not isinstance(config, Mapping):
         raise ConfigError(NOT_OBJECT())
     outer = dict(config)
     text = outer.get("text_config")
     if isinstance(text, Mapping):
-        merged = dict(text)
-        for key in ("tie_word_embeddings", "quantization_config", "torch_dtype", "dtype"):
-            if key not in merged and key in outer:
-                merged[key] = outer[key]
+        merged = {**_inherited(outer), **text}
+        merged.update(_nested_defaults(outer, merged))
         return merged, outer
     return outer, outer
 
