@@ -109,6 +109,23 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "model_type": "qwen2_5_vl",
         "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4, "patch_size": 14},
     },
+    # Mamba-2 hybrids (config_readers/hybrid.py; full-size configs in test_families_hybrid.py): one layer of each
+    # mixer, Mamba, attention, MLP and MoE
+    "nemotron_h": {
+        **_SMALL,
+        "model_type": "nemotron_h",
+        "hybrid_override_pattern": "M*-E",
+        "num_hidden_layers": 4,
+        "num_key_value_heads": 2,
+        "mamba_num_heads": 8,
+        "mamba_head_dim": 64,
+        "ssm_state_size": 16,
+        "n_groups": 2,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "moe_shared_expert_intermediate_size": 256,
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

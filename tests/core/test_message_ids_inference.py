@@ -19,6 +19,7 @@ from vramdesk.core import architecture, kv, kv_layers, weight_format_text
 from vramdesk.core import estimate as estimate_module
 from vramdesk.core import gpu as gpu_module
 from vramdesk.core.architecture import AttentionKind
+from vramdesk.core.config_readers import normalize
 from vramdesk.core.dtype_names import FormatError
 from vramdesk.core.engines import (
     ENGINES,
@@ -316,6 +317,15 @@ def _direct_texts() -> list[str]:
     for arch in (mixtral, pythia, llama):
         for lay in arch.layers[:1]:
             out.append(base._dense_layer_transient(arch, lay, 4096, 2, moe_loop=True)[1])
+    # a Mamba-2 mixer's transient (Nemotron-H's M layers)
+    hybrid = normalize(
+        {
+            "model_type": "nemotron_h", "hybrid_override_pattern": "M*", "num_hidden_layers": 2, "hidden_size": 256,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,
+            "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 16, "n_groups": 1,
+        }
+    )  # fmt: skip
+    out.append(base._attention_transient(hybrid, hybrid.layers[0], 4096, 2, 4096, 2, "sdpa")[1])
     out += [
         vllm.vllm_tp_problem(CAT.facts("Qwen/Qwen2.5-7B").arch, 7) or "",
         vllm.vllm_tp_problem(llama, 3) or "",

@@ -101,6 +101,15 @@ LLAMA: dict[str, Any] = {
 }
 
 
+#: a small Nemotron-H config (one Mamba, attention, MLP and MoE layer)
+_NEMOTRON: dict[str, Any] = {
+    "model_type": "nemotron_h", "hybrid_override_pattern": "M*-E", "num_hidden_layers": 4, "hidden_size": 256,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1000,
+    "mamba_num_heads": 8, "mamba_head_dim": 32, "ssm_state_size": 16, "n_groups": 2, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 128,
+}  # fmt: skip
+
+
 def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in changes.items():
@@ -202,6 +211,12 @@ def _config_errors() -> list[Text]:
         {"model_type": "gemma3_text", **_with(LLAMA, model_type=None, sliding_window=None)},
         {"model_type": "opt", "hidden_size": 96, "num_attention_heads": 3, "layer_norm_elementwise_affine": False},
         _with(LLAMA, model_type="cohere2", sliding_window=128, sliding_window_pattern="LXG"),
+        # Nemotron-H: an unknown layer letter, a pattern of the wrong length, latent MoE, Mamba heads that do not
+        # split into the groups
+        _with(_NEMOTRON, hybrid_override_pattern="M*X-"),
+        _with(_NEMOTRON, hybrid_override_pattern="M*"),
+        _with(_NEMOTRON, moe_latent_size=1024),
+        _with(_NEMOTRON, n_groups=3),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

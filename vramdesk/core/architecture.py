@@ -8,7 +8,7 @@ raises for a config that cannot be estimated.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -79,6 +79,75 @@ class LinearAttnSpec(_Frozen):
     def recurrent_elements(self) -> int:
         return self.num_v_heads * self.k_head_dim * self.v_head_dim
 
+    def state_element_bytes(self, compute_bytes: int) -> int:
+        """Bytes of one recurrent-state element in vLLM and llama.cpp's peers (``mamba_ssm_dtype``)."""
+        return 4 if self.state_dtype == "fp32" else 2
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
+        """Bytes of one recurrent-state element in transformers' cache (the same ``mamba_ssm_dtype``)."""
+        return self.state_element_bytes(compute_bytes)
+
+
+class Mamba2Spec(_Frozen):
+    """A Mamba-2 mixer (transformers' ``Mamba2Mixer`` and its copies in Nemotron-H, Bamba, Falcon-H1): ``in_proj``
+    makes the gate z (intermediate), x, B and C (conv_dim = intermediate + 2 x n_groups x state_size) and dt (one
+    per head); the depthwise conv1d runs over x, B and C; the state is heads x head_dim x state_size."""
+
+    num_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+    conv_bias: bool = True
+    proj_bias: bool = False
+    #: dtype of the SSM state in vLLM (``mamba_ssm_cache_dtype``); None: the model's dtype ("auto")
+    state_dtype: str | None = None
+
+    @property
+    def intermediate(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.intermediate + 2 * self.n_groups * self.state_size
+
+    @property
+    def in_proj_width(self) -> int:
+        return self.intermediate + self.conv_dim + self.num_heads
+
+    @property
+    def recurrent_elements(self) -> int:
+        return self.num_heads * self.head_dim * self.state_size
+
+    def state_element_bytes(self, compute_bytes: int) -> int:
+        """vLLM's ``MambaStateDtypeCalculator.mamba2_state_dtype``: ``mamba_ssm_cache_dtype``, else the model's."""
+        if self.state_dtype is None:
+            return compute_bytes
+        return 4 if self.state_dtype == "fp32" else 2
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
+        """transformers' Mamba-2 caches (``Mamba2Cache``, ``NemotronHHybridDynamicCache``, ``HybridMambaAttention
+        DynamicCache``) allocate the SSM state in the dtype of the input embeddings."""
+        return compute_bytes
+
+
+class RecurrentState(Protocol):
+    """What the engines' state rules read of a layer with a constant per-sequence state (Gated DeltaNet or
+    Mamba-2): the conv window's width and length and the recurrent state's elements and dtype."""
+
+    @property
+    def conv_kernel(self) -> int: ...
+
+    @property
+    def conv_dim(self) -> int: ...
+
+    @property
+    def recurrent_elements(self) -> int: ...
+
+    def state_element_bytes(self, compute_bytes: int) -> int: ...
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int: ...
+
 
 class MoeSpec(_Frozen):
     num_experts: int
@@ -104,8 +173,10 @@ class LayerSpec(_Frozen):
     window: int | None = None
     mla: MlaSpec | None = None
     linear: LinearAttnSpec | None = None
+    #: a Mamba-2 mixer in place of attention (``attention`` is LINEAR)
+    mamba: Mamba2Spec | None = None
     attn_output_gate: bool = False
-    #: "dense" MLP or "moe"
+    #: "dense" MLP, "moe", or "none" (a Nemotron-H layer whose one mixer is attention or Mamba)
     mlp: str = "dense"
     intermediate: int = 0
     moe: MoeSpec | None = None

@@ -148,11 +148,19 @@ class Family:
     #: (``Architecture.embed_width``: OPT-350m's project_in / project_out); None: the family has none
     embed_projections: tuple[str, str] | None = None
 
+    # -- Mamba-2 hybrids (config_readers/hybrid.py)
+    #: the Mamba-2 mixer under each of its layers (in_proj, conv1d, dt_bias, A_log, D, norm, out_proj under it)
+    mamba_mixer: str = "mixer"
+
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
             raise ValueError(f"family {self.name}: a {self.mlp} MLP names {_MLP_NAMES_PER_KIND[self.mlp]} projections")
-        if len(self.expert_names) != (2 if self.fused_experts else 3):
-            raise ValueError(f"family {self.name}: fused experts name 2 tensors, per-expert layers 3")
+        # per-expert layers: gate, up and down; or up and down where the experts are plain MLPs like the dense one
+        per_expert = (3, 2) if self.mlp == "plain" else (3,)
+        if len(self.expert_names) not in ((2,) if self.fused_experts else per_expert):
+            raise ValueError(
+                f"family {self.name}: fused experts name 2 tensors, per-expert layers 3 (2 for plain MLP experts)"
+            )
 
 
 #: model types read as plain decoder-only "llama-like" stacks (RMSNorm, gated MLP, rotary); so are the variants
@@ -482,6 +490,34 @@ QWEN3_VL = Family(
 #: checkpoints' model.layers, and the Qwen2.5-VL tower under visual.
 QWEN2_5_VL = Family(name="qwen2_5_vl", reader="qwen2_5_vl", model_types=("qwen2_5_vl",))
 
+# -- Mamba-2 hybrids (config_readers/hybrid.py): tensor names from the Hub checkpoints (backbone.*) and transformers'
+# src/transformers/models/<family>/modeling_<family>.py / modular_<family>.py (huggingface/transformers as stored in
+# the code index)
+
+#: Nemotron-H, Nemotron-Nano-v2 and Nemotron 3 (modular_nemotron_h.py: NemotronHBlock = one RMSNorm ``norm`` and one
+#: ``mixer``: NemotronHMamba2Mixer (Zamba2MambaMixer's in_proj / conv1d / dt_bias / A_log / D / gated norm / out_proj),
+#: NemotronHAttention (JambaAttention: q/k/v/o_proj, no rotary, no q/k norm), NemotronHMLP (up_proj and down_proj
+#: around relu2, no gate) or NemotronHMoE (DeepSeek-V3's sigmoid router ``gate`` with e_score_correction_bias,
+#: plain up/down experts, one plain ``shared_experts`` MLP)); NemotronHModel.embeddings and norm_f under the
+#: checkpoints' ``backbone.`` prefix, an untied lm_head
+NEMOTRON_H = Family(
+    name="nemotron_h",
+    reader="nemotron_h",
+    model_types=("nemotron_h",),
+    mlp="plain",
+    layers="backbone.layers",
+    embed="backbone.embeddings",
+    final_norm="backbone.norm_f",
+    attn="mixer",
+    mlp_names=("up_proj", "down_proj"),
+    router="mixer.gate",
+    experts="mixer.experts",
+    expert_names=("up_proj", "down_proj"),
+    shared_expert="mixer.shared_experts",
+    single_norm="norm",
+    mlp_prefix="mixer.",
+)
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -514,6 +550,7 @@ FAMILIES: Mapping[str, Family] = {
         STARCODER2,
         QWEN3_VL,
         QWEN2_5_VL,
+        NEMOTRON_H,
     )
 }
 

@@ -88,6 +88,12 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.add(f"{a}.norm.weight", (lin.v_head_dim,), "norm", i, part)
         b.linear(f"{a}.out_proj", h, lin.value_dim, "linear_attn", i, part)
         return
+    if spec.mamba is not None:
+        _mamba2(b, arch, fam, spec, p, part)
+        return
+    if spec.attention == AttentionKind.NONE:
+        # a Nemotron-H MLP or MoE layer: no attention module
+        return
     a = f"{p}.{fam.attn}"
     if spec.attention == AttentionKind.MLA and spec.mla is not None:
         m = spec.mla
@@ -127,9 +133,28 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
 
 
+def _mamba2(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
+    """A Mamba-2 mixer (transformers' Mamba2Mixer; Zamba2MambaMixer / BambaMixer / FalconH1Mixer lay it out alike):
+    in_proj (z, x, B, C, dt), the depthwise conv1d over x, B and C, per-head dt_bias / A_log / D, the gated RMSNorm
+    over the intermediate width and out_proj."""
+    assert spec.mamba is not None
+    m, h, i = spec.mamba, arch.hidden, spec.index
+    a = f"{p}.{fam.mamba_mixer}"
+    b.linear(f"{a}.in_proj", m.in_proj_width, h, "linear_attn", i, part, m.proj_bias)
+    b.add(f"{a}.conv1d.weight", (m.conv_dim, 1, m.conv_kernel), "conv", i, part)
+    if m.conv_bias:
+        b.add(f"{a}.conv1d.bias", (m.conv_dim,), "bias", i, part)
+    for name in ("dt_bias", "A_log", "D"):
+        b.add(f"{a}.{name}", (m.num_heads,), "state_param", i, part)
+    b.add(f"{a}.norm.weight", (m.intermediate,), "norm", i, part)
+    b.linear(f"{a}.out_proj", h, m.intermediate, "linear_attn", i, part, m.proj_bias)
+
+
 def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
     h = arch.hidden
     i = spec.index
+    if spec.mlp == "none":
+        return
     if spec.moe is None:
         inter = spec.intermediate
         # gated: gate and up (Qwen v1: w1 and w2, c_proj(w1(x) * silu(w2(x)))), plain: up; fused: gate and up
@@ -157,17 +182,20 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
             b.add(f"{ex}.{gate_up}_bias", (e, 2 * inter), "bias", i, part, frac)
             b.add(f"{ex}.{down}_bias", (e, h), "bias", i, part, frac)
     else:
-        gate, up, down = fam.expert_names
-        # one (out, in) matrix per expert in the checkpoint; recorded stacked, quantised per expert
-        b.add(f"{ex}.{gate}.weight", (e, inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.{up}.weight", (e, inter, h), "expert", i, part, frac)
+        # gate, up and down (or up and down: Nemotron-H's plain experts); one (out, in) matrix per expert in the
+        # checkpoint, recorded stacked, quantised per expert
+        *ins, down = fam.expert_names
+        for name in ins:
+            b.add(f"{ex}.{name}.weight", (e, inter, h), "expert", i, part, frac)
         b.add(f"{ex}.{down}.weight", (e, h, inter), "expert", i, part, frac)
     if moe.shared_intermediate:
         se = f"{p}.{fam.shared_expert}"
         s = moe.shared_intermediate
-        b.linear(f"{se}.gate_proj", s, h, "shared_expert", i, part)
-        b.linear(f"{se}.up_proj", s, h, "shared_expert", i, part)
-        b.linear(f"{se}.down_proj", h, s, "shared_expert", i, part)
+        # laid out as the family's dense MLP (gate, up, down; Nemotron-H: up, down)
+        *shared_ins, shared_down = fam.mlp_names
+        for name in shared_ins:
+            b.linear(f"{se}.{name}", s, h, "shared_expert", i, part)
+        b.linear(f"{se}.{shared_down}", h, s, "shared_expert", i, part)
         if moe.shared_gate:
             b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Protocol
 
-from .architecture import AttentionKind, LayerSpec, LinearAttnSpec, MlaSpec
+from .architecture import AttentionKind, LayerSpec, MlaSpec, RecurrentState
 from .messages import Message, Text, join
 
 #: ``n`` attention layers of one kind in the KV explanation: "36 full layers x 8 kv heads x (k 128 + v 128)"
@@ -70,7 +70,7 @@ class KvRule(Protocol):
         """Tokens of one sequence a chunked-local-attention layer keeps."""
         ...
 
-    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
         """Bytes of one sequence's constant state (conv window + recurrent state) of a linear-attention layer."""
         ...
 
@@ -166,9 +166,10 @@ class MLAAttentionSpec(AttentionSpec):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LinearAttentionSpec(KvLayerSpec):
-    """Linear attention (Gated DeltaNet; vLLM's ``MambaSpec``): no per-token KV, a constant state per sequence."""
+    """Linear attention or a Mamba-2 mixer (Gated DeltaNet, Mamba-2; vLLM's ``MambaSpec``): no per-token KV, a
+    constant state per sequence."""
 
-    linear: LinearAttnSpec
+    linear: RecurrentState
 
     def state_bytes_per_sequence(self, rule: KvRule, compute_bytes: int) -> int:
         return rule.linear_state_bytes(self.linear, compute_bytes)
@@ -184,10 +185,12 @@ _ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
 
 
 def kv_layer(layer: LayerSpec) -> KvLayerSpec:
-    """The KV class of one decoder layer (the architecture sets ``linear`` on linear-attention layers only)."""
+    """The KV class of one decoder layer (the architecture sets ``linear`` or ``mamba`` on linear-attention layers
+    only)."""
     kind = layer.attention
     if kind in (AttentionKind.LINEAR, AttentionKind.NONE):
-        return LinearAttentionSpec(linear=layer.linear) if layer.linear is not None else KvLayerSpec()
+        state = layer.linear if layer.linear is not None else layer.mamba
+        return LinearAttentionSpec(linear=state) if state is not None else KvLayerSpec()
     if kind == AttentionKind.MLA and layer.mla is not None:
         return MLAAttentionSpec(
             kind=kind.value,

@@ -24,6 +24,7 @@ from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
+from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 from .multimodal import _qwen2_5_vl, _qwen3_vl
@@ -71,6 +72,8 @@ _READERS: dict[str, Reader] = {
     # vision-language models whose text model is a known decoder (multimodal.py)
     "qwen3_vl": _qwen3_vl,
     "qwen2_5_vl": _qwen2_5_vl,
+    # Mamba-2 hybrids (hybrid.py)
+    "nemotron_h": _nemotron_h,
 }
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from .. import constants as K
-from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
+from ..architecture import Architecture, AttentionKind, LayerSpec, RecurrentState
 from ..gpu import GpuSpec
 from ..kv_layers import KvOptions
 from ..memo import derived
@@ -53,6 +53,11 @@ MOE = Message(
 )
 DELTANET = Message(
     "engine.transient.gated_deltanet", "Gated DeltaNet: projections + fp32 q/k/v/output of the chunked delta rule"
+)
+MAMBA2 = Message(
+    "engine.transient.mamba2",
+    "Mamba-2 mixer (fused mamba_ssm kernels): n x (in_proj {in_proj} + 2 x intermediate {intermediate} + 2 x hidden "
+    "{hidden}) x {c} B (transformers' torch fallback without the kernels materialises far more)",
 )
 ATTENTION = Message(
     "engine.transient.attention",
@@ -164,6 +169,9 @@ def _dense_layer_transient(
 ) -> tuple[int, Explanation]:
     """Bytes alive inside one decoder layer's MLP during a forward of ``n`` tokens (beyond weights and cache)."""
     h = arch.hidden
+    if layer.mlp == "none":
+        # a Nemotron-H attention or Mamba layer: its one mixer is not an MLP
+        return 0, join("")
     if layer.moe is None:
         width = layer.intermediate
         if arch.mlp_gated:
@@ -188,6 +196,15 @@ def _attention_transient(
         proj = 2 * lin.key_dim + 2 * lin.value_dim + 2 * lin.num_v_heads
         b = n * (proj * c + (2 * lin.key_dim + 2 * lin.value_dim) * 4 + 2 * h * c)
         return b, DELTANET.later()
+    if layer.mamba is not None:
+        # cuda_kernels_forward: in_proj's z | xBC | dt, then mamba_split_conv1d_scan_combined's scan output and the
+        # gated RMSNorm's output (intermediate each), out_proj's output and the residual; the chunked scan's own
+        # scratch lives inside the kernel
+        m = layer.mamba
+        b = n * (m.in_proj_width + 2 * m.intermediate + 2 * h) * c
+        return b, MAMBA2.later(in_proj=m.in_proj_width, intermediate=m.intermediate, hidden=h, c=c)
+    if layer.attention == AttentionKind.NONE:
+        return 0, join("")
     q_w = layer.n_heads * layer.head_dim
     if layer.attention == AttentionKind.MLA:
         kv_w = layer.n_heads * (layer.head_dim + layer.v_head_dim)
@@ -208,7 +225,7 @@ def _distinct_layers(arch: Architecture) -> tuple[LayerSpec, ...]:
     seen: set[tuple[object, ...]] = set()
     out = []
     for layer in arch.layers:
-        key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe)
+        key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe, layer.mamba)
         if key not in seen:
             seen.add(key)
             out.append(layer)
@@ -294,7 +311,7 @@ class Engine(ABC):
         """Tokens of one sequence a chunked-local-attention layer keeps."""
 
     @abstractmethod
-    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
         """Bytes of one sequence's constant state of a linear-attention layer."""
 
     # ---- the run

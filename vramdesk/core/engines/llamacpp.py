@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from .. import constants as K
-from ..architecture import Architecture, AttentionKind, LayerSpec, LinearAttnSpec
+from ..architecture import Architecture, AttentionKind, LayerSpec, RecurrentState
 from ..families import family_of
 from ..gpu import GIB, MIB
 from ..kv import KvPlan, plan_kv
@@ -461,7 +461,8 @@ class LlamacppEngine(Engine):
         # the chunked SWA type: kept as a sliding window of the chunk size
         return self.sliding_tokens(chunk, tokens, seqs, opts)
 
-    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
+        # llama-memory-recurrent.cpp: r (n_embd_r = (d_conv - 1) x conv_dim) and s (n_embd_s) rows, both F32
         lin = linear
         return 4 * ((lin.conv_kernel - 1) * lin.conv_dim + lin.recurrent_elements)
 

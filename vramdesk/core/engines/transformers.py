@@ -7,7 +7,7 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from .. import constants as K
-from ..architecture import Architecture, LinearAttnSpec
+from ..architecture import Architecture, RecurrentState
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
@@ -458,9 +458,10 @@ class TransformersEngine(Engine):
     def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
         return min(tokens, chunk)
 
-    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
+        # the conv state keeps conv_kernel columns in the model's dtype (Qwen3NextDynamicCache, Mamba2Cache)
         lin = linear
-        state_bytes = 4 if lin.state_dtype == "fp32" else 2
+        state_bytes = lin.transformers_state_element_bytes(compute_bytes)
         conv_len = lin.conv_kernel
         return conv_len * lin.conv_dim * compute_bytes + lin.recurrent_elements * state_bytes
 

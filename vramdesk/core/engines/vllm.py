@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import constants as K
-from ..architecture import Architecture, AttentionKind, LinearAttnSpec
+from ..architecture import Architecture, AttentionKind, RecurrentState
 from ..fit import BUDGET_LABEL
 from ..gpu import GIB
 from ..kv import KvPlan, plan_kv
@@ -353,9 +353,11 @@ class VllmEngine(Engine):
         block_size = opts.block_size
         return min(pad(tokens, block_size), pad(chunk + opts.batched_tokens, block_size))
 
-    def linear_state_bytes(self, linear: LinearAttnSpec, compute_bytes: int) -> int:
+    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
+        # MambaStateShapeCalculator: conv (conv_dim, conv_kernel - 1) in the model's dtype, the temporal state in
+        # mamba_ssm_cache_dtype (MambaStateDtypeCalculator)
         lin = linear
-        state_bytes = 4 if lin.state_dtype == "fp32" else 2
+        state_bytes = lin.state_element_bytes(compute_bytes)
         conv_len = lin.conv_kernel - 1
         return conv_len * lin.conv_dim * compute_bytes + lin.recurrent_elements * state_bytes
 
