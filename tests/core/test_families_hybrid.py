@@ -294,6 +294,16 @@ def test_layers_block_type_reads_as_the_pattern() -> None:
     assert _arch(listed).layers == _arch(NEMOTRON_3_NANO_30B).layers
 
 
+def test_an_unbounded_time_step_limit_reads_but_a_nan_does_not() -> None:
+    # published Nemotron-H configs write Mamba2Config's default dt clamp (0.0, inf) as [0.0, Infinity]
+    assert _arch({**NEMOTRON_3_NANO_30B, "time_step_limit": [0.0, float("inf")]}) == _arch(NEMOTRON_3_NANO_30B)
+    for bad in ([0.0, float("nan")], [float("-inf"), 1.0]):
+        with pytest.raises(ConfigError, match=r"time_step_limit\[\d\] = \S+ is not a finite number"):
+            normalize({**NEMOTRON_3_NANO_30B, "time_step_limit": bad})
+    with pytest.raises(ConfigError, match="hidden_size = inf is not a finite number"):
+        normalize({**NEMOTRON_3_NANO_30B, "hidden_size": float("inf")})
+
+
 _RUNS = [
     {"workload": {"engine": "transformers"}},
     {"workload": {"engine": "vllm"}},

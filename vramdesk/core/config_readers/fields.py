@@ -126,14 +126,23 @@ def _lenient_int(c: _Cfg, key: str) -> Any:
     return v
 
 
+#: fields whose published value is an unbounded limit (+inf): Mamba-2's dt clamp, ``time_step_limit``, defaults
+#: to (0.0, inf) in transformers' Mamba2Config and NemotronHConfig, and saved configs write it as ``Infinity``;
+#: it sizes nothing
+_UNBOUNDED_LIMITS = frozenset({"time_step_limit"})
+
+
 def _finite(value: Any, where: str) -> None:
     """Refuse NaN and infinities anywhere in a config (a GGUF's float metadata, a dict built by hand): they
-    would turn into exceptions or nonsense far from the field that holds them."""
+    would turn into exceptions or nonsense far from the field that holds them. A +inf limit in one of
+    :data:`_UNBOUNDED_LIMITS` is what real configs hold, and passes."""
     stack = [(value, where)]
     while stack:
         node, path = stack.pop()
         if isinstance(node, float) and not math.isfinite(node):
-            raise ConfigError(NOT_FINITE(path=path, value=node))
+            field = path.rsplit(".", 1)[-1].split("[", 1)[0]
+            if not (node == math.inf and field in _UNBOUNDED_LIMITS):
+                raise ConfigError(NOT_FINITE(path=path, value=node))
         if isinstance(node, Mapping) and path.count(".") < 8:
             stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in node.items())
         elif isinstance(node, list | tuple) and path.count(".") < 8:
