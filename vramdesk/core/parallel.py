@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .gpu import MIB
+from .memo import derived
 from .messages import Message, join, text
 from .result import Phase
 from .scenario import Parallelism
@@ -385,11 +386,20 @@ class Placement:
         return bool(self.cpu.layers or self.disk.layers or self.cpu.embed or self.cpu.head or self.disk.head)
 
 
+def _balanced(n_layers: int, n_gpus: int) -> Placement:
+    """Every GPU its share of the layers, the embedding on the first, the head on the last."""
+    ranges = split_layers(n_layers, n_gpus)
+    return Placement(tuple(Slot(tuple(r), g == 0, g == len(ranges) - 1) for g, r in enumerate(ranges)))
+
+
 def place_weights(w: WeightBytes, n_layers: int, n_gpus: int, cap: int | None, cpu_cap: int | None) -> Placement:
     """Layers over GPUs as accelerate's ``device_map="auto"`` places them: a balanced split when every GPU's
     share fits its ``max_memory`` (``cap``), else GPUs filled in order, then CPU memory (up to ``cpu_cap``),
     then disk; when anything spills, the first GPU keeps room for the largest layer, which offloaded layers
-    borrow for their forward (accelerate's main-device reserve)."""
+    borrow for their forward (accelerate's main-device reserve). Without a cap the balanced split is kept with the
+    priced weights."""
+    if cap is None:
+        return derived(w, ("balanced placement", n_layers, n_gpus), lambda: _balanced(n_layers, n_gpus))
     embed_b = w.embedding + w.other
     ranges = split_layers(n_layers, n_gpus)
 
@@ -398,8 +408,8 @@ def place_weights(w: WeightBytes, n_layers: int, n_gpus: int, cap: int | None, c
             sum(w.per_layer.get(i, 0) for i in r) + (embed_b if g == 0 else 0) + (w.head if g == len(ranges) - 1 else 0)
         )
 
-    if cap is None or all(share(g, r) <= cap for g, r in enumerate(ranges)):
-        return Placement(tuple(Slot(tuple(r), g == 0, g == len(ranges) - 1) for g, r in enumerate(ranges)))
+    if all(share(g, r) <= cap for g, r in enumerate(ranges)):
+        return _balanced(n_layers, n_gpus)
     modules: list[tuple[int | str, int]] = [
         ("embed", embed_b),
         *((i, w.per_layer.get(i, 0)) for i in range(n_layers)),

@@ -232,11 +232,15 @@ def _distinct_layers(arch: Architecture) -> tuple[LayerSpec, ...]:
     return tuple(out)
 
 
+#: the words of a layer with no transient (an empty join, made once)
+_NO_TRANSIENT = join("")
+
+
 def max_layer_transient(
     arch: Architecture, n: int, seqs: int, s: int, c: int, attention: str
 ) -> tuple[int, Explanation]:
     best = 0
-    text: Explanation = join("")
+    text: Explanation = _NO_TRANSIENT
     for layer in derived(arch, "distinct layers", lambda: _distinct_layers(arch)):
         m, mt = _dense_layer_transient(arch, layer, n, c, moe_loop=True)
         a, at = _attention_transient(arch, layer, n, seqs, s, c, attention)
