@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import sys
+
+import pytest
 
 from vramdesk.core import memo
 from vramdesk.core.defaults import DEFAULT_SCENARIO
@@ -92,3 +95,23 @@ def test_derived_facts_go_with_their_object() -> None:
     # a new object that reuses the id never gets the old one's facts
     fresh = Owner()
     assert memo.derived(fresh, "k", lambda: 99) == 99
+
+
+def test_an_object_dropped_after_the_module_is_torn_down_forgets_itself_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # at interpreter exit a module's globals are cleared before the last objects go: their callbacks still run
+    class Owner:
+        pass
+
+    owner = Owner()
+    memo.derived(owner, "k", lambda: 1)
+    table, ident = memo._TABLE, id(owner)
+    assert ident in table
+    raised: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", raised.append)
+    monkeypatch.setattr(memo, "_TABLE", None)
+    monkeypatch.setattr(memo, "_forget", None)
+    del owner
+    gc.collect()
+    assert raised == [] and ident not in table

@@ -20,10 +20,10 @@ T = TypeVar("T")
 _TABLE: dict[int, tuple[weakref.ref[Any], dict[Hashable, Any]]] = {}
 
 
-def _forget(ident: int, ref: weakref.ref[Any]) -> None:
-    entry = _TABLE.get(ident)
+def _forget(ident: int, ref: weakref.ref[Any], table: dict[int, tuple[weakref.ref[Any], dict[Hashable, Any]]]) -> None:
+    entry = table.get(ident)
     if entry is not None and entry[0] is ref:
-        del _TABLE[ident]
+        del table[ident]
 
 
 def derived(owner: object, key: Hashable, build: Callable[[], T]) -> T:
@@ -33,9 +33,10 @@ def derived(owner: object, key: Hashable, build: Callable[[], T]) -> T:
     ident = id(owner)
     entry = _TABLE.get(ident)
     if entry is None or entry[0]() is not owner:
-
-        def gone(ref: weakref.ref[Any], ident: int = ident) -> None:
-            _forget(ident, ref)
+        # (the table and the function are bound here: at interpreter exit the module's globals are gone before
+        # the last objects, whose callbacks still run)
+        def gone(ref: weakref.ref[Any], ident: int = ident, table: Any = _TABLE, forget: Any = _forget) -> None:
+            forget(ident, ref, table)
 
         entry = (weakref.ref(owner, gone), {})
         _TABLE[ident] = entry
