@@ -448,6 +448,13 @@ def _estimate_special() -> list[str]:
     gpt_oss = CAT.facts("openai/gpt-oss-20b")
     est = estimate(_s("openai/gpt-oss-20b", kind="finetune", method="lora"), gpt_oss, h100)
     out += [w for w in est.warnings if _ids(w) & _mine()]
+    # vLLM's max_model_len: its own default (the model's context) would not start; a plan longer than the one set;
+    # one set too long to start
+    llama = CAT.facts("meta-llama/Llama-3.1-8B")
+    for vllm_opts in ({}, {"max_model_len": 2048}, {"max_model_len": 100_000}):
+        s = _s(llama.model_id, gpu="RTX 4090", kind="inference", engine="vllm", vllm=vllm_opts)
+        est = estimate(s, llama, CAT.gpu("RTX 4090"))
+        out += [w for w in est.warnings if _ids(w) & _mine()] + ([est.fit.message] if est.fit else [])
     # vLLM's start-up check (gpt-oss-120b at max_model_len 131072; at utilization 0.8 the weights leave no room)
     big = CAT.facts("openai/gpt-oss-120b")
     for util in (0.9, 0.8):

@@ -22,7 +22,7 @@ H100 = CAT.gpu("H100 SXM")
 
 
 def plan(model: str = GPT_OSS, gpu: str = "H100 SXM", gpus: int = 1, **work: Any) -> Scenario:
-    vllm = {k: work.pop(k) for k in ("gpu_memory_utilization", "max_num_seqs") if k in work}
+    vllm = {k: work.pop(k) for k in ("gpu_memory_utilization", "max_num_seqs", "max_model_len") if k in work}
     return Scenario.model_validate(
         {
             "model": {"id": model},
@@ -132,3 +132,45 @@ def test_a_dense_models_vllm_estimate_is_unchanged() -> None:
     )
     activations = next(c for c in est.components if c.name == "profile-run activations")
     assert getattr(activations.explain, "id", "") == "vllm.profile_activations"  # no fused-MoE term
+
+
+# ---------------------------------------------------------------------------------------------- max_model_len
+
+LLAMA_8B = "meta-llama/Llama-3.1-8B"
+
+
+def _warning(est: Estimate, message_id: str) -> Any:
+    return next((w for w in est.warnings if getattr(w, "id", "") == message_id), None)
+
+
+def test_without_max_model_len_a_plan_that_starts_warns_that_vllms_own_default_would_not() -> None:
+    # Llama-3.1-8B on a 24 GB card: 4,608 tokens start; the model's 131,072 (vLLM's default) need 16 GiB of KV
+    est = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512))
+    assert est.fit is not None and est.fit.verdict == "fits"
+    warned = _warning(est, "vllm.default_max_model_len")
+    assert warned is not None
+    assert warned.args["model_len"] == 131072 and warned.args["seq_len"] == 4608
+    assert abs(warned.args["need"] - 16.0) < 1e-9  # 32 layers x 8 kv heads x 256 x 2 B x 131,072 tokens
+    fits = warned.args["max_len"]
+    # the largest length named starts, one more block of tokens does not
+    at_most = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=fits - 512, output_len=512, max_model_len=fits))
+    assert at_most.fit is not None and at_most.fit.verdict != "does not fit"
+    too_long = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512, max_model_len=fits + 64))
+    assert too_long.fit is not None and too_long.fit.verdict == "does not fit"
+    assert getattr(too_long.fit.message, "id", "") == "vllm.start.one_request.set"
+    # with max_model_len set, no default warning
+    assert _warning(run(plan(LLAMA_8B, gpu="RTX 4090", max_model_len=4608)), "vllm.default_max_model_len") is None
+
+
+def test_max_model_len_sets_the_start_check_and_the_concurrency_not_the_pool() -> None:
+    short = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512, max_model_len=4608))
+    long = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512, max_model_len=16384))
+    assert part(short, "KV cache pool") == part(long, "KV cache pool")
+    assert short.engine.max_concurrency is not None and long.engine.max_concurrency is not None
+    assert abs(short.engine.max_concurrency / long.engine.max_concurrency - 16384 / 4608) < 0.01
+
+
+def test_a_plan_longer_than_its_max_model_len_is_warned_about() -> None:
+    est = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512, max_model_len=2048))
+    warned = _warning(est, "vllm.request_longer_than_max_model_len")
+    assert warned is not None and warned.args["tokens"] == 4608 and warned.args["max_len"] == 2048

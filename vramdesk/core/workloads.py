@@ -100,6 +100,18 @@ class VllmOptions(_Frozen):
         group="hidden",
         shown="8192",
     )
+    #: None = the plan's input + output (what --max-model-len should be set to for this plan); vLLM's own default
+    #: is the model's context (max_position_embeddings), which the estimate checks and warns about
+    max_model_len: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Max model length",
+        help="vLLM: the longest request it accepts (--max-model-len); its start-up check needs room for one request "
+        "this long. Auto = this plan's input + output (vLLM's own default is the model's context)",
+        group="vllm",
+        shown="plan",
+    )
     enforce_eager: bool = option(
         False,
         label="enforce eager (no CUDA graphs)",

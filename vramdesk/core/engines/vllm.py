@@ -3,6 +3,7 @@ vLLM's KV rule (paged KV, hybrid allocator windows, MLA latent)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import constants as K
@@ -77,6 +78,23 @@ ONE_REQUEST = Message(
     "vLLM would not start: one request of max_model_len {seq_len} tokens (this plan's input + output) needs "
     "{need:.2f} GiB of KV cache, more than the {available:.2f} GiB available (gpu_memory_utilization {utilization}); "
     "that memory holds {max_len:,} tokens",
+)
+ONE_REQUEST_SET = Message(
+    "vllm.start.one_request.set",
+    "vLLM would not start: one request of max_model_len {seq_len:,} tokens (--max-model-len) needs {need:.2f} GiB of "
+    "KV cache, more than the {available:.2f} GiB available (gpu_memory_utilization {utilization}); that memory holds "
+    "{max_len:,} tokens",
+)
+LONGER_THAN_MAX_LEN = Message(
+    "vllm.request_longer_than_max_model_len",
+    "this plan's requests of {tokens:,} tokens (input + output) are longer than max_model_len {max_len:,}: vLLM "
+    "rejects them",
+)
+DEFAULT_MAX_LEN = Message(
+    "vllm.default_max_model_len",
+    "started without --max-model-len, vLLM takes the model's context of {model_len:,} tokens and would not start "
+    "(one such request needs {need:.2f} GiB of KV cache, {available:.2f} GiB are left): pass --max-model-len "
+    "{seq_len} (at most {max_len:,} fits)",
 )
 CONCURRENCY = Message(
     "vllm.max_concurrency", "maximum concurrency for {seq_len} tokens per request: {concurrency:.2f} x"
@@ -163,10 +181,10 @@ def _non_torch(tp: int) -> Component:
 
 
 def _kv_pool(
-    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float, one_request: int
+    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float, one_request: int, model_len: int
 ) -> tuple[Component, dict[str, Any], list[Text]]:
     """The KV pool gpu_memory_utilization leaves (or, with no GPU chosen, the KV the requests need), the pool's
-    answers and its warnings."""
+    answers (the concurrency is vLLM's: for requests of max_model_len, ``model_len``) and its warnings."""
     opts = ctx.work.vllm
     b = ctx.work.batch
     seq_len = ctx.input_len + ctx.work.output_len
@@ -198,7 +216,7 @@ def _kv_pool(
             plan=plan.explain,
         )
         if concurrency is not None:
-            explain = later(join, "; ", explain, CONCURRENCY.later(seq_len=seq_len, concurrency=concurrency))
+            explain = later(join, "; ", explain, CONCURRENCY.later(seq_len=model_len, concurrency=concurrency))
         kv = Component(name="KV cache pool", bytes=kv_pool, category="pool", explain=explain)
         if need_kv > kv_pool:
             warnings.append(POOL_TOO_SMALL(pool=kv_pool / GIB, batch=b, seq_len=seq_len, need=need_kv / GIB))
@@ -225,12 +243,12 @@ def _weights(ctx: Context, share: float, tp: int, pp: int) -> Component:
     return weights.model_copy(update={"bytes": weights.bytes + extra, "explain": join("; ", weights.explain, note)})
 
 
-def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float) -> Text | None:
+def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float, seq_len: int) -> Text | None:
     """Why vLLM would refuse to start (kv_cache_utils.py, check_enough_kv_cache_memory): the memory left for the
-    KV cache is not positive, or smaller than one request of max_model_len needs; None when it starts."""
+    KV cache is not positive, or smaller than one request of max_model_len (``seq_len``) needs; None when it
+    starts."""
     assert ctx.gpu is not None
     opts = ctx.work.vllm
-    seq_len = ctx.input_len + ctx.work.output_len
     pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
     available = pool - fixed
     if available <= 0:
@@ -239,11 +257,43 @@ def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float) -> 
             available=available / GIB, seq_len=seq_len, need=one_request / GIB,
         )  # fmt: skip
     if one_request > available:
-        return ONE_REQUEST(
+        return (ONE_REQUEST_SET if opts.max_model_len else ONE_REQUEST)(
             seq_len=seq_len, need=one_request / GIB, available=available / GIB,
-            utilization=opts.gpu_memory_utilization, max_len=int(available // per_tok) if per_tok else 0,
+            utilization=opts.gpu_memory_utilization, max_len=_longest(available, per_tok, opts.block_size),
         )  # fmt: skip
     return None
+
+
+def _longest(available: int, per_tok: float, block_size: int) -> int:
+    """The longest request ``available`` bytes hold, in whole KV pages (vLLM's "estimated maximum model length")."""
+    return int(available // per_tok) // block_size * block_size if per_tok else 0
+
+
+def _length_warnings(
+    ctx: Context, fixed: int, per_tok: float, seq_len: int, one_kv: Callable[[int], int]
+) -> list[Text]:
+    """A plan longer than the max_model_len it sets; and, when it sets none, vLLM's own default (the model's
+    context) that would not start where this plan's length would."""
+    opts, arch = ctx.work.vllm, ctx.arch
+    if opts.max_model_len:
+        return [LONGER_THAN_MAX_LEN(tokens=seq_len, max_len=opts.max_model_len)] if seq_len > opts.max_model_len else []
+    model_len = arch.max_position or 0
+    if ctx.gpu is None or model_len <= seq_len:
+        return []
+    available = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes) - fixed
+    need = one_kv(model_len)
+    if available <= 0 or need <= available:
+        return []  # (already refused at this plan's length, or the default starts too)
+    fits = _longest(available, per_tok, opts.block_size)
+    return [
+        DEFAULT_MAX_LEN(
+            model_len=model_len,
+            need=need / GIB,
+            available=available / GIB,
+            seq_len=seq_len,
+            max_len=min(fits, model_len),
+        )
+    ]
 
 
 def vllm_run(ctx: Context) -> EngineRun:
@@ -277,18 +327,26 @@ def vllm_run(ctx: Context) -> EngineRun:
     )
     kv_div = 1 / vllm_kv_share(arch, tp) * pp
     need_kv = round((plan.kv_bytes + plan.state_bytes) / kv_div)
-    one = plan_kv(
-        arch, ENGINE, tokens=seq_len, seqs=1, kv_bits=kv_bits, compute_bytes=c, block_size=opts.block_size,
-        batched_tokens=batched, layers=kv_layers,
-    )  # fmt: skip
-    one_request = round((one.kv_bytes + one.state_bytes) / kv_div)
+
+    def one_kv(tokens: int) -> int:
+        """KV bytes of one request of ``tokens`` tokens on one rank."""
+        one = plan_kv(
+            arch, ENGINE, tokens=tokens, seqs=1, kv_bits=kv_bits, compute_bytes=c, block_size=opts.block_size,
+            batched_tokens=batched, layers=kv_layers,
+        )  # fmt: skip
+        return round((one.kv_bytes + one.state_bytes) / kv_div)
+
+    model_len = opts.max_model_len or seq_len
+    one_request = one_kv(model_len)
     non_torch_c = _non_torch(tp)
     non_torch = non_torch_c.bytes
     fixed = weights.bytes + act + sum(g.bytes for g in graphs) + non_torch
     per_tok = plan.bytes_per_token_all_layers / kv_div
-    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok, one_request)
+    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok, one_request, model_len)
     warnings.extend(pool_warnings)
-    refusal = _start_check(ctx, fixed, one_request, per_tok) if ctx.gpu is not None else None
+    refusal = _start_check(ctx, fixed, one_request, per_tok, model_len) if ctx.gpu is not None else None
+    if refusal is None:
+        warnings.extend(_length_warnings(ctx, fixed, per_tok, seq_len, one_kv))
     serving = [weights, activations, *graphs, kv]
     phases = [
         Phase(name="load", components=(weights,)),
