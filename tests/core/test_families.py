@@ -126,6 +126,24 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "moe_intermediate_size": 128,
         "moe_shared_expert_intermediate_size": 256,
     },
+    # MLA with DeepSeek Sparse Attention indexers (config_readers/mla.py; full-size configs in test_families_mla.py)
+    "deepseek_dsa": {
+        **_SMALL,
+        "model_type": "deepseek_v32",
+        "num_hidden_layers": 3,
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+        "index_n_heads": 4,
+        "index_head_dim": 32,
+        "first_k_dense_replace": 1,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "num_nextn_predict_layers": 1,
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

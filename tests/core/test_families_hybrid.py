@@ -274,7 +274,6 @@ def test_an_auto_ssm_cache_dtype_follows_the_model_dtype_in_vllm() -> None:
         ({"hybrid_override_pattern": "M*X"}, "unknown layer 'X' in 'hybrid_override_pattern'"),
         ({"hybrid_override_pattern": "M*-"}, "'hybrid_override_pattern' has 3 layers but num_hidden_layers is 52"),
         ({"layers_block_type": ["mamba", "conv"], "num_hidden_layers": 2}, "unknown layer 'conv' in 'layers_block"),
-        ({"moe_latent_size": 1024}, "latent MoE experts (moe_latent_size 1024) are not supported yet"),
         ({"hybrid_override_pattern": None}, "missing the field 'hybrid_override_pattern' or 'layers_block_type'"),
     ],
 )

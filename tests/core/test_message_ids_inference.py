@@ -33,6 +33,7 @@ from vramdesk.core.engines import (
     vllm_moe,
 )
 from vramdesk.core.estimate import EstimateError, estimate
+from vramdesk.core.facts import model_facts
 from vramdesk.core.gpu import hardware_text
 from vramdesk.core.kv import plan_kv
 from vramdesk.core.messages import MESSAGES, Later, Message, Text, fields
@@ -461,6 +462,12 @@ def _estimate_special() -> list[str]:
         s = _s(big.model_id, kind="inference", engine="vllm", input_len=130560, vllm={"gpu_memory_utilization": util})
         est = estimate(s, big, h100)
         out += [c.explain for c in est.components if c.name == "weights"] + ([est.fit.message] if est.fit else [])
+    # DeepSeek Sparse Attention's indexer keys beside the MLA cache (DeepSeek-V3.2's config from the coverage corpus)
+    with open("benchmarks/data/config_corpus/deepseek-ai__DeepSeek-V3.2.json", encoding="utf-8") as f:
+        dsa = model_facts(json.load(f))
+    for eng in ("vllm", "transformers"):
+        est = estimate(_s("deepseek-ai/DeepSeek-V3.2", kind="inference", engine=eng), dsa, h100)
+        out += [c.explain for c in est.components if c.name == "KV cache"]
     return out
 
 

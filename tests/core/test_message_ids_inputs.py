@@ -110,6 +110,13 @@ _NEMOTRON: dict[str, Any] = {
 }  # fmt: skip
 
 
+_DSA: dict[str, Any] = {
+    "model_type": "glm_moe_dsa", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 512, "vocab_size": 1000, "q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+    "qk_rope_head_dim": 16, "v_head_dim": 32, "index_n_heads": 4, "index_head_dim": 32,
+}  # fmt: skip
+
+
 def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in changes.items():
@@ -211,12 +218,14 @@ def _config_errors() -> list[Text]:
         {"model_type": "gemma3_text", **_with(LLAMA, model_type=None, sliding_window=None)},
         {"model_type": "opt", "hidden_size": 96, "num_attention_heads": 3, "layer_norm_elementwise_affine": False},
         _with(LLAMA, model_type="cohere2", sliding_window=128, sliding_window_pattern="LXG"),
-        # Nemotron-H: an unknown layer letter, a pattern of the wrong length, latent MoE, Mamba heads that do not
-        # split into the groups
+        # Nemotron-H: an unknown layer letter, a pattern of the wrong length, Mamba heads that do not split into the
+        # groups
         _with(_NEMOTRON, hybrid_override_pattern="M*X-"),
         _with(_NEMOTRON, hybrid_override_pattern="M*"),
-        _with(_NEMOTRON, moe_latent_size=1024),
         _with(_NEMOTRON, n_groups=3),
+        # DeepSeek Sparse Attention: an unknown indexer type, an indexer_types list of the wrong length
+        _with(_DSA, indexer_types=["full", "sparse"]),
+        _with(_DSA, indexer_types=["full"]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

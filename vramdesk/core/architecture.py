@@ -52,6 +52,16 @@ class MlaSpec(_Frozen):
     v_head_dim: int
 
 
+class DsaIndexerSpec(_Frozen):
+    """DeepSeek Sparse Attention's lightning indexer on an MLA layer (transformers' ``DeepseekV32Indexer``): it
+    scores every cached token with ``n_heads`` small query heads over one shared key of ``head_dim`` and keeps the
+    ``topk`` best for the layer's attention; its keys are cached per token beside the MLA latent."""
+
+    n_heads: int
+    head_dim: int
+    topk: int
+
+
 class LinearAttnSpec(_Frozen):
     """Gated DeltaNet (Qwen3-Next / Qwen3.5) geometry."""
 
@@ -160,6 +170,9 @@ class MoeSpec(_Frozen):
     #: DeepSeek-V3 e_score_correction_bias
     router_correction_bias: bool = False
     expert_bias: bool = False
+    #: latent MoE (Nemotron 3 Super / Ultra: NemotronHMoE.fc1_latent_proj / fc2_latent_proj): the routed experts
+    #: read and write this width, projected down from and back up to the hidden size; 0: the hidden size
+    latent: int = 0
 
 
 class LayerSpec(_Frozen):
@@ -172,6 +185,9 @@ class LayerSpec(_Frozen):
     #: sliding window or attention chunk size (tokens)
     window: int | None = None
     mla: MlaSpec | None = None
+    #: DeepSeek Sparse Attention's indexer on an MLA layer (DeepSeek-V3.2, GLM-5); None on GLM-5.2's "shared"
+    #: layers, which reuse the previous indexer's choice
+    indexer: DsaIndexerSpec | None = None
     linear: LinearAttnSpec | None = None
     #: a Mamba-2 mixer in place of attention (``attention`` is LINEAR)
     mamba: Mamba2Spec | None = None

@@ -518,6 +518,17 @@ NEMOTRON_H = Family(
     mlp_prefix="mixer.",
 )
 
+# -- MLA families with DeepSeek Sparse Attention and latent-MoE layouts (config_readers/mla.py; tensor names from
+# transformers' modular_deepseek_v32.py / modular_glm_moe_dsa.py, huggingface/transformers as stored in the code index)
+
+#: DeepSeek-V3.2 (DeepseekV32Model = DeepseekV3Model with a DeepseekV32Indexer ``self_attn.indexer`` on every layer:
+#: wq_b, wk, k_norm (LayerNorm), weights_proj) and GLM-5 / 5.1 / 5.2 (GlmMoeDsaModel: the same modules, an indexer
+#: only on the layers ``indexer_types`` calls "full"; GLM-4.5's per-expert checkpoints): DeepSeek-V3's names, MTP
+#: layers in the decoder's numbering (DeepseekV32PreTrainedModel ignores model.layers.61, GLM-5 model.layers.78)
+DEEPSEEK_DSA = replace(
+    DEEPSEEK_V3, name="deepseek_dsa", reader="deepseek_dsa", model_types=("deepseek_v32", "glm_moe_dsa")
+)
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -551,6 +562,7 @@ FAMILIES: Mapping[str, Family] = {
         QWEN3_VL,
         QWEN2_5_VL,
         NEMOTRON_H,
+        DEEPSEEK_DSA,
     )
 }
 

@@ -108,6 +108,8 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.norm(f"{a}.kv_a_layernorm", m.kv_lora_rank, i, part, False)
         b.linear(f"{a}.kv_b_proj", spec.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, "attn", i, part)
         b.linear(f"{a}.o_proj", h, spec.n_heads * m.v_head_dim, "attn", i, part)
+        if spec.indexer is not None and m.q_lora_rank:
+            _dsa_indexer(b, arch, spec, f"{a}.indexer", m.q_lora_rank, part)
         return
     q_out = spec.n_heads * spec.head_dim
     kv_out = spec.n_kv_heads * spec.head_dim
@@ -131,6 +133,19 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.norm(f"{a}.k_norm", kv_out, i, part, False)
     if arch.attention_sinks:
         b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
+
+
+def _dsa_indexer(b: _Builder, arch: Architecture, spec: LayerSpec, a: str, q_lora_rank: int, part: str) -> None:
+    """DeepSeek Sparse Attention's lightning indexer (transformers' DeepseekV32Indexer, GLM-5's GlmMoeDsaIndexer):
+    wq_b from the layer's q latent to the indexer heads, wk to its one shared key, a LayerNorm k_norm (weight and
+    bias) over that key and weights_proj, a weight per indexer head; no biases. weights_proj scores like a router
+    and is stored like one: BF16 beside FP8 wq_b / wk in DeepSeek-V3.2's checkpoint (kept in fp32 by transformers)."""
+    assert spec.indexer is not None
+    x, h, i = spec.indexer, arch.hidden, spec.index
+    b.linear(f"{a}.wq_b", x.n_heads * x.head_dim, q_lora_rank, "attn", i, part)
+    b.linear(f"{a}.wk", x.head_dim, h, "attn", i, part)
+    b.norm(f"{a}.k_norm", x.head_dim, i, part, True)
+    b.linear(f"{a}.weights_proj", x.n_heads, h, "router", i, part)
 
 
 def _mamba2(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
@@ -173,21 +188,29 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
     if moe.router_correction_bias:
         b.add(f"{router}.e_score_correction_bias", (e,), "bias", i, part)
     ex = f"{p}.{fam.experts}"
+    if moe.latent:
+        # latent MoE (NemotronHMoE): beside the experts, fc1_latent_proj takes the hidden state down to the
+        # latent width the routed experts read and write, fc2_latent_proj back up (biases: mlp_bias)
+        block = ex.rpartition(".")[0]
+        b.linear(f"{block}.fc1_latent_proj", moe.latent, h, "mlp", i, part, arch.mlp_bias)
+        b.linear(f"{block}.fc2_latent_proj", h, moe.latent, "mlp", i, part, arch.mlp_bias)
+    # the width the routed experts read and write
+    xw = moe.latent or h
     if fam.fused_experts:
         gate_up, down = fam.expert_names
         # stored fused and stacked: gate_up (E, 2I, H) and down (E, H, I)
-        b.add(f"{ex}.{gate_up}", (e, 2 * inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.{down}", (e, h, inter), "expert", i, part, frac)
+        b.add(f"{ex}.{gate_up}", (e, 2 * inter, xw), "expert", i, part, frac)
+        b.add(f"{ex}.{down}", (e, xw, inter), "expert", i, part, frac)
         if moe.expert_bias:
             b.add(f"{ex}.{gate_up}_bias", (e, 2 * inter), "bias", i, part, frac)
-            b.add(f"{ex}.{down}_bias", (e, h), "bias", i, part, frac)
+            b.add(f"{ex}.{down}_bias", (e, xw), "bias", i, part, frac)
     else:
         # gate, up and down (or up and down: Nemotron-H's plain experts); one (out, in) matrix per expert in the
         # checkpoint, recorded stacked, quantised per expert
         *ins, down = fam.expert_names
         for name in ins:
-            b.add(f"{ex}.{name}.weight", (e, inter, h), "expert", i, part, frac)
-        b.add(f"{ex}.{down}.weight", (e, h, inter), "expert", i, part, frac)
+            b.add(f"{ex}.{name}.weight", (e, inter, xw), "expert", i, part, frac)
+        b.add(f"{ex}.{down}.weight", (e, xw, inter), "expert", i, part, frac)
     if moe.shared_intermediate:
         se = f"{p}.{fam.shared_expert}"
         s = moe.shared_intermediate
@@ -350,10 +373,19 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
         last = arch.layers[-1]
         mtp = fam.mtp
         template = next((s for s in reversed(arch.layers) if s.attention != AttentionKind.LINEAR), last)
+        # an MTP layer runs a sparse-attention indexer of its own where the model has any (GLM-5.2's checkpoint
+        # stores one for model.layers.78 although its last decoder layer reuses the previous layer's choice)
+        indexer = next((s.indexer for s in arch.layers if s.indexer is not None), None)
         for k in range(arch.mtp_layers):
             idx = arch.n_layers + k
             spec = template.model_copy(
-                update={"index": idx, "mlp": last.mlp, "moe": last.moe, "intermediate": last.intermediate}
+                update={
+                    "index": idx,
+                    "mlp": last.mlp,
+                    "moe": last.moe,
+                    "intermediate": last.intermediate,
+                    "indexer": indexer,
+                }
             )
             p = mtp.layer.format(idx=idx, k=k)
             _decoder_layer(b, arch, fam, spec, p, "mtp")

@@ -27,6 +27,7 @@ MLA_EXPANDED = Message(
     "{n} MLA layers x {heads} heads x (k {nope}+{rope} + v {v}) (transformers stores the expanded K and V)",
 )
 MLA_LATENT = Message("kv.layers.mla.latent", "{n} MLA layers x latent (kv_lora_rank {rank} + qk_rope_head_dim {rope})")
+MLA_INDEXER = Message("kv.layers.mla.indexer", "+ sparse-attention indexer key {dim}")
 
 
 def pad(n: int, to: int) -> int:
@@ -145,12 +146,16 @@ class MLAAttentionSpec(AttentionSpec):
 
     n_heads: int
     mla: MlaSpec
+    #: DeepSeek Sparse Attention's indexer key per token (index_head_dim; 0: no indexer): transformers caches it
+    #: beside the layer's K and V (``update_indexer``), vLLM in a cache of its own (``DeepseekV32IndexerCache``,
+    #: FP8 keys with a scale per 128, which this counts at the KV dtype)
+    indexer_key: int = 0
 
     def elements_per_token(self, rule: KvRule) -> int:
         m = self.mla
         if rule.expands_mla:
-            return self.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-        return m.kv_lora_rank + m.qk_rope_head_dim
+            return self.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) + self.indexer_key
+        return m.kv_lora_rank + m.qk_rope_head_dim + self.indexer_key
 
     def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
         return rule.full_tokens(tokens, seqs, opts)
@@ -158,10 +163,12 @@ class MLAAttentionSpec(AttentionSpec):
     def describe(self, n: int, rule: KvRule) -> Text:
         m = self.mla
         if rule.expands_mla:
-            return MLA_EXPANDED(
+            what = MLA_EXPANDED(
                 n=n, heads=self.n_heads, nope=m.qk_nope_head_dim, rope=m.qk_rope_head_dim, v=m.v_head_dim
             )
-        return MLA_LATENT(n=n, rank=m.kv_lora_rank, rope=m.qk_rope_head_dim)
+        else:
+            what = MLA_LATENT(n=n, rank=m.kv_lora_rank, rope=m.qk_rope_head_dim)
+        return join(" ", what, MLA_INDEXER(dim=self.indexer_key)) if self.indexer_key else what
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,6 +207,7 @@ def kv_layer(layer: LayerSpec) -> KvLayerSpec:
             window=layer.window,
             n_heads=layer.n_heads,
             mla=layer.mla,
+            indexer_key=layer.indexer.head_dim if layer.indexer is not None else 0,
         )
     spec = _ATTENTION_SPECS[kind]
     return spec(

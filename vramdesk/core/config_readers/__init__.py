@@ -74,6 +74,8 @@ _READERS: dict[str, Reader] = {
     "qwen2_5_vl": _qwen2_5_vl,
     # Mamba-2 hybrids (hybrid.py)
     "nemotron_h": _nemotron_h,
+    # DeepSeek's MLA reader with DeepSeek Sparse Attention indexers (mla.py)
+    "deepseek_dsa": _deepseek,
 }
 
 

@@ -32,6 +32,7 @@ from .fields import (
     _layer_types,
     _lenient_int,
 )
+from .mla import dsa_indexers
 from .vision import qwen3_vl_tower
 
 TOP_K_ABOVE_EXPERTS = Message(
@@ -342,7 +343,8 @@ def _llama4(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archit
 
 def _deepseek(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architecture:
     """DeepSeek-V2 / V3 and Kimi K2: MLA on every layer, dense layers before ``first_k_dense_replace``,
-    fused shared experts, MTP layers from ``num_nextn_predict_layers``."""
+    fused shared experts, MTP layers from ``num_nextn_predict_layers``; DeepSeek-V3.2 and GLM-5 add DeepSeek
+    Sparse Attention's indexer (``index_n_heads``, :func:`.mla.dsa_indexers`)."""
     hidden = c.int("hidden_size")
     n_layers = c.int("num_hidden_layers")
     vocab = c.int("vocab_size")
@@ -368,6 +370,7 @@ def _deepseek(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Arch
             shared_intermediate=c.int("n_shared_experts", default=0, min_value=0) * c.int("moe_intermediate_size"),
             router_correction_bias=c.get("topk_method") == "noaux_tc",
         )
+    indexers, indexer_src = dsa_indexers(c, n_layers)
     layers = []
     for i in range(n_layers):
         is_moe = moe is not None and i >= first_dense and i % freq == 0
@@ -380,12 +383,16 @@ def _deepseek(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Arch
                 head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim,
                 v_head_dim=mla.v_head_dim,
                 mla=mla,
+                indexer=indexers[i],
                 mlp="moe" if is_moe else "dense",
                 intermediate=0 if is_moe else inter,
                 moe=moe if is_moe else None,
             )
         )
     mtp = c.int("num_nextn_predict_layers", default=0, min_value=0)
+    sources = {"attention kinds": "kv_lora_rank / qk_rope_head_dim (MLA)", "mtp": "num_nextn_predict_layers"}
+    if indexer_src is not None:
+        sources["sparse attention indexers"] = f"index_n_heads / index_head_dim / index_topk; layers: {indexer_src}"
     return Architecture(
         model_type=c.model_type,
         hidden=hidden,
@@ -393,8 +400,10 @@ def _deepseek(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Arch
         layers=tuple(layers),
         tie_embeddings=c.bool("tie_word_embeddings", default=fam.tied_by_default),
         mtp_layers=mtp,
-        mtp_own_embeddings=True,
-        sources={"attention kinds": "kv_lora_rank / qk_rope_head_dim (MLA)", "mtp": "num_nextn_predict_layers"},
+        # GLM-5's MTP layer shares the model's embedding and head: its Hub total (753,864,139,008) is 2 x vocab x
+        # hidden below DeepSeek's layout with copies of both
+        mtp_own_embeddings=base != "glm_moe_dsa",
+        sources=sources,
         **_common(c, outer, fam),
     )
 

@@ -24,10 +24,6 @@ PATTERN_UNKNOWN = Message(
 PATTERN_COUNT = Message(
     "config.hybrid_pattern.count", "{model_type}: '{key}' has {entries} layers but num_hidden_layers is {layers}"
 )
-LATENT_MOE = Message(
-    "config.latent_moe_unsupported",
-    "{model_type}: latent MoE experts (moe_latent_size {size}) are not supported yet",
-)
 MAMBA_WIDTH = Message(
     "config.mamba_heads_width",
     "{model_type}: mamba_num_heads ({heads}) x mamba_head_dim ({head_dim}) is not divisible by n_groups ({groups})",
@@ -85,9 +81,9 @@ def _mamba(c: _Cfg) -> Mamba2Spec:
 
 def _moe(c: _Cfg) -> MoeSpec:
     """NemotronHMoE: DeepSeek-V3's sigmoid router with e_score_correction_bias, plain routed experts and one plain
-    shared MLP of moe_shared_expert_intermediate_size (n_shared_experts of them fused)."""
-    if c.has("moe_latent_size"):
-        raise ConfigError(LATENT_MOE(model_type=c.model_type, size=c.get("moe_latent_size")))
+    shared MLP of moe_shared_expert_intermediate_size (n_shared_experts of them fused); Nemotron 3 Super / Ultra's
+    routed experts work at moe_latent_size between fc1_latent_proj and fc2_latent_proj (the router and the shared
+    expert read the hidden state)."""
     n_exp = c.int("n_routed_experts")
     top_k = c.int("num_experts_per_tok")
     if top_k > n_exp:
@@ -101,6 +97,7 @@ def _moe(c: _Cfg) -> MoeSpec:
         expert_intermediate=c.int("moe_intermediate_size"),
         shared_intermediate=shared,
         router_correction_bias=True,
+        latent=c.int("moe_latent_size", default=0, min_value=0),
     )
 
 
