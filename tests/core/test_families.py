@@ -144,6 +144,27 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "moe_intermediate_size": 128,
         "num_nextn_predict_layers": 1,
     },
+    # recent decoders (config_readers/frontier.py; the published configs in tests/core/test_families_frontier.py)
+    "olmo3": {**_SMALL, "model_type": "olmo3", "num_hidden_layers": 4, "sliding_window": 128},
+    "phimoe": {
+        **_SMALL,
+        "model_type": "phimoe",
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "attention_bias": True,
+        "lm_head_bias": True,
+    },
+    "minimax_m2": {**_SMALL, "model_type": "minimax_m2", "num_local_experts": 4, "num_experts_per_tok": 2},
+    # one layer with attention and FFN, one whose attention is no_op
+    "nemotron_nas": {
+        **_SMALL,
+        "model_type": "nemotron-nas",
+        "intermediate_size": None,
+        "block_configs": [
+            {"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 2.0}},
+            {"attention": {"no_op": True}, "ffn": {"ffn_mult": 1.0}},
+        ],
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

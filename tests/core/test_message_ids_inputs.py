@@ -116,6 +116,13 @@ _DSA: dict[str, Any] = {
     "qk_rope_head_dim": 16, "v_head_dim": 32, "index_n_heads": 4, "index_head_dim": 32,
 }  # fmt: skip
 
+#: a small DeciLM (nemotron-nas) config: two layers, attention and FFN in each
+_NAS_BLOCK: dict[str, Any] = {"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 2.0}}
+_NAS: dict[str, Any] = {
+    "model_type": "nemotron-nas", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "vocab_size": 1000, "block_configs": [_NAS_BLOCK, _NAS_BLOCK],
+}  # fmt: skip
+
 
 def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
     out = copy.deepcopy(base)
@@ -226,6 +233,13 @@ def _config_errors() -> list[Text]:
         # DeepSeek Sparse Attention: an unknown indexer type, an indexer_types list of the wrong length
         _with(_DSA, indexer_types=["full", "sparse"]),
         _with(_DSA, indexer_types=["full"]),
+        # MiniMax-M2 with a lightning-attention layer; DeciLM block_configs of the wrong length, of a kind not
+        # supported, not an object, with a bad ffn_mult
+        _with(LLAMA, model_type="minimax_m2", num_local_experts=8, num_experts_per_tok=2, attn_type_list=[0, 1, 1, 1]),
+        _with(_NAS, block_configs=_NAS["block_configs"][:1]),
+        _with(_NAS, block_configs=[_NAS_BLOCK, {**_NAS_BLOCK, "ffn": {"replace_with_linear": True}}]),
+        _with(_NAS, block_configs=[_NAS_BLOCK, {"attention": 1, "ffn": {}}]),
+        _with(_NAS, block_configs=[_NAS_BLOCK, {**_NAS_BLOCK, "ffn": {"ffn_mult": -1}}]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

@@ -122,6 +122,9 @@ class Family:
     #: the experts' tensors: gate_up and down when fused, else gate, up and down
     expert_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
     shared_expert: str = "mlp.shared_expert"
+    #: the router's score-correction bias (``MoeSpec.router_correction_bias``) as a tensor of its own under the layer
+    #: (MiniMax-M2's ``block_sparse_moe.e_score_correction_bias``); None: under the router, as DeepSeek-V3 stores it
+    correction_bias: str | None = None
     #: names of the MTP layers, when the config has some (``Architecture.mtp_layers``)
     mtp: MtpNames = QWEN_MTP
 
@@ -529,6 +532,40 @@ DEEPSEEK_DSA = replace(
     DEEPSEEK_V3, name="deepseek_dsa", reader="deepseek_dsa", model_types=("deepseek_v32", "glm_moe_dsa")
 )
 
+# -- frontier decoders (config_readers/frontier.py): tensor names from transformers'
+# src/transformers/models/<family>/modeling_<family>.py / modular_<family>.py as stored in the code index, or from the
+# remote code the checkpoints ship with
+
+#: OLMo 3 (modular_olmo3.py: Olmo3Attention / Olmo3DecoderLayer = OLMo 2's, "except: sliding window attention is used
+#: for 3 out of 4 layers"): OLMo 2's q_norm / k_norm over the whole q and k projections and its norms after attention
+#: and after the MLP; sliding layers from layer_types (Olmo3Config's default: every fourth layer global)
+OLMO3 = replace(OLMO2, name="olmo3", reader="olmo3", model_types=("olmo3",))
+
+#: Phi-3.5-MoE / Phi-mini-MoE / Phi-tiny-MoE (modeling_phimoe.py: PhimoeDecoderLayer, the checkpoints' names):
+#: Mixtral's block_sparse_moe.gate and experts.{e}.w1 / w3 / w2, Llama's attention with biases on q/k/v/o
+#: (attention_bias), nn.LayerNorm (weight and bias) for input_layernorm, post_attention_layernorm and model.norm;
+#: PhimoeForCausalLM's lm_head has a bias when lm_head_bias
+PHIMOE = replace(MIXTRAL, name="phimoe", reader="phimoe", model_types=("phimoe",), norm="layer")
+
+#: MiniMax-M2 / M2.1 / M2.5 / M2.7 (modular_minimax_m2.py: MixtralDecoderLayer with MiniMaxM2Attention =
+#: FlexOlmoAttention, q_norm / k_norm over all heads' width; MiniMaxM2SparseMoeBlock: a sigmoid router with an
+#: e_score_correction_bias beside it); the checkpoints keep the original names (the MiniMax-M2 safetensors keys
+#: quoted by llama.cpp's and transformers' GGUF maps, find_string "block_sparse_moe.e_score_correction_bias"):
+#: block_sparse_moe.gate, block_sparse_moe.e_score_correction_bias, block_sparse_moe.experts.{e}.w1 / w3 / w2
+MINIMAX_M2 = replace(
+    MIXTRAL,
+    name="minimax_m2",
+    reader="minimax_m2",
+    model_types=("minimax_m2",),
+    correction_bias="block_sparse_moe.e_score_correction_bias",
+)
+
+#: Llama-3.1/3.3-Nemotron Super / Ultra / Nano (DeciLM, ``nemotron-nas``; the checkpoints' modeling_decilm.py as
+#: NeMo Automodel's port quotes it: a layer whose attention is no_op has neither input_layernorm nor self_attn, one
+#: whose FFN is no_op neither post_attention_layernorm nor mlp); Llama's names otherwise, each layer its own KV heads
+#: (num_attention_heads / n_heads_in_group) and MLP width (_ffn_mult_to_intermediate_size)
+NEMOTRON_NAS = replace(LLAMA, name="nemotron_nas", reader="nemotron_nas", model_types=("nemotron-nas",))
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -563,6 +600,10 @@ FAMILIES: Mapping[str, Family] = {
         QWEN2_5_VL,
         NEMOTRON_H,
         DEEPSEEK_DSA,
+        OLMO3,
+        PHIMOE,
+        MINIMAX_M2,
+        NEMOTRON_NAS,
     )
 }
 

@@ -186,7 +186,8 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
     router = f"{p}.{fam.router}"
     b.linear(router, e, h, "router", i, part, moe.router_bias)
     if moe.router_correction_bias:
-        b.add(f"{router}.e_score_correction_bias", (e,), "bias", i, part)
+        bias = f"{p}.{fam.correction_bias}" if fam.correction_bias else f"{router}.e_score_correction_bias"
+        b.add(bias, (e,), "bias", i, part)
     ex = f"{p}.{fam.experts}"
     if moe.latent:
         # latent MoE (NemotronHMoE): beside the experts, fc1_latent_proj takes the hidden state down to the
@@ -223,7 +224,7 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
             b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
 
 
-def _norms(b: _Builder, arch: Architecture, fam: Family, p: str, layer: int, part: str) -> None:
+def _norms(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
     lb = arch.norm == "layer"
     if arch.norms_per_layer == 4:
         # both sides of attention and of the MLP (Gemma 2 / 3, GLM-4)
@@ -233,14 +234,22 @@ def _norms(b: _Builder, arch: Architecture, fam: Family, p: str, layer: int, par
         names = (fam.single_norm,)
     else:
         names = fam.layer_norms
+        if spec.attention == AttentionKind.NONE or spec.mlp == "none":
+            # a DeciLM layer whose attention or FFN is no_op has no norm before it either
+            attn_norm, mlp_norm = names
+            names = tuple(
+                n
+                for n, kept in ((attn_norm, spec.attention != AttentionKind.NONE), (mlp_norm, spec.mlp != "none"))
+                if kept
+            )
     for n in names:
-        b.norm(f"{p}.{n}", arch.hidden, layer, part, lb)
+        b.norm(f"{p}.{n}", arch.hidden, spec.index, part, lb)
 
 
 def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, prefix: str, part: str) -> None:
     _attention(b, arch, fam, spec, prefix, part)
     _mlp(b, arch, fam, spec, prefix, part)
-    _norms(b, arch, fam, prefix, spec.index, part)
+    _norms(b, arch, fam, spec, prefix, part)
 
 
 def _vision(b: _Builder, v: VisionSpec) -> None:

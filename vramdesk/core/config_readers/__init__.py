@@ -24,6 +24,7 @@ from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
+from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
@@ -76,6 +77,11 @@ _READERS: dict[str, Reader] = {
     "nemotron_h": _nemotron_h,
     # DeepSeek's MLA reader with DeepSeek Sparse Attention indexers (mla.py)
     "deepseek_dsa": _deepseek,
+    # recent decoders with layouts of their own (frontier.py)
+    "olmo3": _olmo3,
+    "phimoe": _phimoe,
+    "minimax_m2": _minimax_m2,
+    "nemotron_nas": _nemotron_nas,
 }
 
 
