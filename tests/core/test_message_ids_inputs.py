@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from fakehub import TINY_CONFIG, tiny_llama_tensors
 from i18ncheck import CORE_WHITELIST, english_left, without_id
 from pydantic import ValidationError
 from qwen1config import QWEN7B
@@ -249,6 +250,37 @@ def _config_errors() -> list[Text]:
     warned = normalize(_with(LLAMA, model_type="foo_model")).warnings
     assert len(warned) == 1 and isinstance(warned[0], Text)
     out.append(warned[0])
+    return out
+
+
+def _header_texts() -> list[Text]:
+    """An unknown model type read from its tensor names (config_readers/unknown.py): the warning with each thing it
+    could not infer, and why the names were not used or the model refused."""
+    t = {k: ("BF16", s) for k, s in ((k, v[1]) for k, v in tiny_llama_tensors().items())}
+    tiny = dict(TINY_CONFIG, model_type="mystery")
+    moe = {k: v for k, v in t.items() if ".mlp." not in k} | {
+        "model.layers.0.mlp.experts.0.up_proj.weight": ("BF16", (128, 64)),
+        "model.layers.0.mlp.experts.1.up_proj.weight": ("BF16", (128, 64)),
+        "model.layers.1.mixer.in_proj.weight": ("BF16", (64, 64)),
+        "model.layers.0.self_attn.kv_a_proj_with_mqa.weight": ("BF16", (40, 64)),
+        "model.layers.0.odd.weight": ("BF16", (4,)),
+    }
+    moe = {k: v for k, v in moe.items() if not k.startswith("model.layers.1.self_attn")}
+    chunked = dict(tiny, layer_types=["chunked_attention", "full_attention"])
+    no_layers = {"weights.blob": ("BF16", (4, 4))}
+    bare = {"model_type": "bare", "num_attention_heads": 4}
+    calls: list[Callable[[], object]] = [
+        lambda: normalize(dict(tiny, model_type="bare", hidden_size=None), no_layers),
+        lambda: normalize({"model_type": "bare", "hidden_size": 64}, t),
+        lambda: normalize(bare, {k: v for k, v in t.items() if "embed" not in k}),
+        lambda: normalize(bare | {"num_hidden_layers": 9}, t),
+        lambda: normalize(bare | {"head_dim": 24}, t),
+    ]
+    out = [_raised(call, ConfigError) for call in calls]
+    out.append(normalize(tiny, t).warnings[0])
+    out.append(normalize(dict(tiny, sliding_window=64), moe).warnings[0])
+    out.append(normalize(chunked, t).warnings[0])
+    out.append(normalize(tiny, no_layers).warnings[1])
     return out
 
 
@@ -505,6 +537,7 @@ def all_texts(monkeypatch: pytest.MonkeyPatch) -> list[Text]:
         + _pydantic_types()
         + _quant_layouts(monkeypatch)
         + _config_errors()
+        + _header_texts()
         + _format_errors()
         + _quant_errors()
         + _quant_labels()

@@ -13,8 +13,10 @@ from typing import Any
 
 from .architecture import Architecture, ConfigError
 from .config_readers import normalize
+from .config_readers.unknown import FROM_HEADERS
 from .families import family_of
 from .gguf import GgufModelInfo
+from .header_inventory import HeaderEntries, inventory_tensors, read_inventory
 from .inventory import ParamCounts, Tensor, build_inventory, count_params
 from .memo import derived
 from .messages import Message
@@ -90,11 +92,16 @@ def model_facts(
     stored_total: int | None = None,
     checkpoint: tuple[Tensor, ...] | None = None,
     checkpoint_source: str = "",
+    headers: HeaderEntries | None = None,
 ) -> ModelFacts:
     """Normalise a config and build its inventory; ``checkpoint`` = the tensors a checkpoint really stores
-    (with ``stored_bytes``), which then price the weights whenever the scenario keeps the checkpoint's format."""
-    arch = normalize(config)
-    tensors = build_inventory(arch)
+    (with ``stored_bytes``), which then price the weights whenever the scenario keeps the checkpoint's format;
+    ``headers`` = the checkpoint's header entries, from which an unknown model type's inventory is read."""
+    arch = normalize(config, headers)
+    if headers and FROM_HEADERS in arch.sources:
+        tensors = inventory_tensors(read_inventory(headers), arch)
+    else:
+        tensors = build_inventory(arch)
     if checkpoint is not None and stored_total is None:
         stored_total = sum(t.numel for t in checkpoint)
     counts = count_params(tensors)

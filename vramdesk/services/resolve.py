@@ -104,8 +104,9 @@ class ResolveError(LookupError):
 def facts_from_safetensors(
     config: dict[str, Any], model_id: str, entries: Entries | None, source: str, notes: tuple[str, ...] = ()
 ) -> ModelFacts:
-    """ModelFacts whose weights are the checkpoint's own tensors (when ``entries`` are given)."""
-    facts = model_facts(config, model_id, notes=notes)
+    """ModelFacts whose weights are the checkpoint's own tensors (when ``entries`` are given; an unknown model
+    type's architecture and inventory are then read from their names)."""
+    facts = model_facts(config, model_id, notes=notes, headers=entries)
     if not entries:
         return facts
     arch = facts.arch

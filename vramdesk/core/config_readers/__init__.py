@@ -20,6 +20,7 @@ from typing import Any
 
 from ..architecture import Architecture, ConfigError
 from ..families import LLAMA, Family, family_for_model_type
+from ..header_inventory import HeaderEntries, read_inventory
 from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
@@ -29,12 +30,20 @@ from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 from .multimodal import _qwen2_5_vl, _qwen3_vl
+from .unknown import from_headers
 
 UNSUPPORTED_MODEL_TYPE = Message(
     "config.unsupported_model_type",
     "unsupported model_type '{model_type}': not a known architecture, and the generic decoder path needs "
     "hidden_size, num_hidden_layers, num_attention_heads, intermediate_size and vocab_size ({error})",
 )
+UNSUPPORTED_WITH_HEADERS = Message(
+    "config.unsupported_model_type.headers",
+    "unsupported model_type '{model_type}': not a known architecture; its tensor names do not describe it "
+    "({headers}), and the generic decoder path needs hidden_size, num_hidden_layers, num_attention_heads, "
+    "intermediate_size and vocab_size ({error})",
+)
+HEADERS_UNUSED = Message("config.headers_unused", "the checkpoint's tensor names were not used: {reason}")
 GENERIC_DECODER = Message(
     "config.generic_decoder",
     "model_type '{model_type}' is not one vramdesk knows: estimated as a generic Llama-style decoder (RMSNorm, "
@@ -85,12 +94,13 @@ _READERS: dict[str, Reader] = {
 }
 
 
-def normalize(config: Mapping[str, Any]) -> Architecture:
+def normalize(config: Mapping[str, Any], headers: HeaderEntries | None = None) -> Architecture:
     """Read a Hugging Face ``config.json`` dict into an :class:`Architecture`.
 
     Raises :class:`ConfigError` naming the model type and the field when something needed is missing or
-    impossible. Unknown model types with the standard decoder fields go through the generic path and carry
-    a warning.
+    impossible. An unknown model type is read from its checkpoint's tensor names when ``headers`` (the
+    safetensors header entries) are given (:mod:`.unknown`), else, or when its names say too little, through the
+    generic path if the config has the standard decoder fields; both carry a warning.
     """
     text, outer = _text_and_outer(config)
     _finite(outer, "")
@@ -99,17 +109,30 @@ def normalize(config: Mapping[str, Any]) -> Architecture:
     base = mt.removesuffix("_text")
     c = _Cfg(text, model_type)
     fam = family_for_model_type(base)
-    if fam is not None:
-        arch = _READERS[fam.reader](c, outer, base, fam)
-    else:
-        try:
-            arch = _llama_like(c, outer, base, LLAMA)
-        except ConfigError as err:
-            raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=model_type, error=error_text(err))) from err
-        arch = arch.model_copy(update={"warnings": (*arch.warnings, GENERIC_DECODER(model_type=model_type))})
+    arch = _READERS[fam.reader](c, outer, base, fam) if fam is not None else _unknown(c, outer, base, headers)
     if text is not outer:
         filled = _nested_defaults(outer, {**_inherited(outer), **outer["text_config"]})
         if filled:
             sources = {**arch.sources, "text_config defaults": f"{model_type}'s text sub-config: {', '.join(filled)}"}
             arch = arch.model_copy(update={"sources": sources})
     return arch
+
+
+def _unknown(c: _Cfg, outer: Mapping[str, Any], base: str, headers: HeaderEntries | None) -> Architecture:
+    """A model type no family record names: from its tensor names when the headers are known, else (or when the
+    names say too little) as a generic Llama-style decoder; refused, with both reasons, when neither reads it."""
+    unused = None
+    if headers:
+        try:
+            return from_headers(c, outer, read_inventory(headers))
+        except ConfigError as err:
+            unused = error_text(err)
+    try:
+        arch = _llama_like(c, outer, base, LLAMA)
+    except ConfigError as err:
+        if unused is not None:
+            problem = UNSUPPORTED_WITH_HEADERS(model_type=c.model_type, headers=unused, error=error_text(err))
+            raise ConfigError(problem) from err
+        raise ConfigError(UNSUPPORTED_MODEL_TYPE(model_type=c.model_type, error=error_text(err))) from err
+    notes = (GENERIC_DECODER(model_type=c.model_type),) + ((HEADERS_UNUSED(reason=unused),) if unused else ())
+    return arch.model_copy(update={"warnings": (*arch.warnings, *notes)})
