@@ -173,10 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     from vramdesk.cli_compare import add_compare_parser
     from vramdesk.cli_export import add_export_parser
     from vramdesk.cli_sweep import add_sweep_parser
+    from vramdesk.cli_trace import add_trace_parser
 
     add_compare_parser(sub)
     add_export_parser(sub, _add_estimate_options)
     add_sweep_parser(sub, _add_estimate_options)
+    add_trace_parser(sub, _add_estimate_options)
     return parser
 
 
@@ -559,6 +561,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         from vramdesk.cli_sweep import run_sweep
 
         return run_sweep(ns, out, scenario_from, _options_dict(ns))
+    if ns.command == "trace":
+        from vramdesk.cli_trace import run_trace
+
+        return run_trace(ns, out, scenario_from, _options_dict(ns))
     try:
         if ns.jsonl:
             if ns.model:

@@ -48,7 +48,7 @@ Output (gzip, JSON lines)
         ["p", "name"]             phase marker: build, step<i>-fwd, step<i>-bwd, opt<k>, end (i, k from 0)
     Storages alive at the end get no free event; zero-byte storages are skipped;
     views / in-place results share a storage and are not new allocations.
-    Per phase, the max live bytes (512-rounded per storage) and elapsed time go to stderr.
+    The overall max live bytes (512-rounded per storage) goes to stderr.
 """
 
 from __future__ import annotations
@@ -62,285 +62,23 @@ import random
 import re
 import sys
 import time
-import traceback
-import weakref
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
-aten = torch.ops.aten
+# the tracker, the CUDA emulation and the optimizer grouping are the shipped child's (vramdesk/tracing/child.py,
+# standard library + torch + transformers + peft only): loaded by path, so this venv needs no vramdesk
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "vramdesk" / "tracing"))
+from child import (
+    AllocTracker,
+    apply_cuda_emulation,
+    decay_param_groups,
+    module_to_noop,
+)
 
 FORMAT = "vramdesk-alloc-trace/1"
-SDPA_FUSED_FWD = {
-    "aten._scaled_dot_product_flash_attention.default",
-    "aten._scaled_dot_product_efficient_attention.default",
-}
-
-
-def _round512(n: int) -> int:
-    return 512 * ((n + 511) // 512)
-
-
-# --------------------------------------------------------------------------------------
-# The tracker
-# --------------------------------------------------------------------------------------
-# torch is not installed in the type-check venv, so TorchDispatchMode is Any there.
-class AllocTracker(TorchDispatchMode):  # type: ignore[misc]
-    """Sees every aten op below autograd; records new storages and their deaths."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: list[list[Any]] = []
-        self.live: dict[int, tuple[int, int, weakref.ref[Any]]] = {}  # id(storage) -> (event id, nbytes, weakref)
-        self.next_id = 0
-        self.cur = 0  # live bytes, 512-rounded
-        self.phase: str | None = None
-        self.phase_peak = 0
-        self.phase_t0 = time.perf_counter()
-        self.summary: list[tuple[str, int, float]] = []  # (phase, peak bytes, seconds)
-        self.scalar_reads: Counter[str] = Counter()
-        self.skip_scalar_allocs = False  # host-side 0-dim tensors (AdamW step, non-fused)
-        self.n_alloc = 0
-
-    # ---- phases -------------------------------------------------------------------
-    def mark(self, name: str) -> None:
-        self._close_phase()
-        self.phase = name
-        self.phase_peak = self.cur
-        self.phase_t0 = time.perf_counter()
-        self.events.append(["p", name])
-
-    def _close_phase(self) -> None:
-        if self.phase is not None:
-            dt = time.perf_counter() - self.phase_t0
-            self.summary.append((self.phase, self.phase_peak, dt))
-            print(
-                f"  {self.phase:>14s}: peak live {self.phase_peak / 2**30:9.3f} GiB  "
-                f"({self.phase_peak} B)  {dt:7.2f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    # ---- storages -----------------------------------------------------------------
-    def _free(self, key: int) -> None:
-        rec = self.live.pop(key, None)
-        if rec is None:
-            return
-        self.cur -= _round512(rec[1])
-        self.events.append(["f", rec[0]])
-
-    def see(self, t: torch.Tensor, op: str) -> None:
-        try:
-            st = t.untyped_storage()
-        except Exception:
-            return
-        key = id(st)
-        if key in self.live:
-            return
-        nb = int(st.nbytes())
-        if nb == 0:
-            return
-        eid = self.next_id
-        self.next_id += 1
-
-        def _on_dead(_r: weakref.ref[Any], k: int = key) -> None:
-            self._free(k)
-
-        ref = weakref.ref(st, _on_dead)
-        self.live[key] = (eid, nb, ref)
-        self.events.append(["a", eid, nb, op])
-        self.n_alloc += 1
-        self.cur += _round512(nb)
-        self.phase_peak = max(self.phase_peak, self.cur)
-
-    def forget(self, t: torch.Tensor) -> None:
-        """Drop a storage from the books without a free event (host-side tensor seen by mistake)."""
-        key = id(t.untyped_storage())
-        rec = self.live.pop(key, None)
-        if rec is None:
-            return
-        self.cur -= _round512(rec[1])
-        # remove its allocation event (it is recent; search from the end)
-        for i in range(len(self.events) - 1, -1, -1):
-            e = self.events[i]
-            if e[0] == "a" and e[1] == rec[0]:
-                del self.events[i]
-                break
-
-    def __torch_dispatch__(
-        self,
-        func: Any,
-        types: tuple[type, ...],
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        kwargs = kwargs or {}
-        if func is aten._local_scalar_dense.default:
-            x = args[0]
-            if _is_fake(x):
-                # data-dependent read on a fake tensor: answer with a fixed policy
-                site = _call_site()
-                self.scalar_reads[site] += 1
-                if x.dtype == torch.bool:
-                    return True
-                if x.dtype.is_floating_point:
-                    return 1.0
-                return 1
-        out = func(*args, **kwargs)
-        if getattr(func, "is_view", False):
-            # a view never allocates; FakeTensorMode can hand one a storage of its own (peft's ModulesToSaveWrapper
-            # on a tied lm_head made aten.t look like a 445 MiB copy that a real CPU run does not make)
-            return out
-        op = str(func)
-        fused_sdpa = op in SDPA_FUSED_FWD
-        for t in tree_leaves(out):
-            if isinstance(t, torch.Tensor):
-                if t.dim() == 0 and (fused_sdpa or (self.skip_scalar_allocs)):
-                    # flash/mem-efficient philox seed/offset and AdamW's `step` are host
-                    # (CPU) tensors on a CUDA run: not GPU memory
-                    continue
-                if t.device.type == "meta" and not _is_fake(t):
-                    continue
-                self.see(t, op)
-        return out
-
-    def finish(self) -> None:
-        self.mark("end")
-        self._close_phase()
-
-
-def _is_fake(t: Any) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    return isinstance(t, FakeTensor)
-
-
-def _call_site() -> str:
-    for fr in reversed(traceback.extract_stack()[:-3]):
-        f = fr.filename
-        if "/torch/" in f and "/torch/optim/" not in f:
-            continue
-        if f.endswith("trace_hf.py"):
-            continue
-        return f"{f.split('site-packages/')[-1]}:{fr.lineno}"
-    return "?"
-
-
-# --------------------------------------------------------------------------------------
-# CUDA emulation patches
-# --------------------------------------------------------------------------------------
-_ORIG_SDPA = F.scaled_dot_product_attention
-_ORIG_DROPOUT = F.dropout
-
-
-def _sdpa_cuda_policy(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> torch.Tensor:
-    """What torch's CUDA scaled_dot_product_attention does on sm80+ (flash > efficient > math).
-
-    Mirrors aten/src/ATen/native/transformers/attention.cpp: backend choice, the bool mask
-    converted to an additive mask of the query dtype (where(mask, 0, -inf)), the mem-efficient
-    mask alignment/expand (preprocess_mask), and the autocast cast (SDPA is on the autocast
-    lower-precision list).
-    """
-    if torch.is_autocast_enabled("cpu"):
-        dt = torch.get_autocast_dtype("cpu")
-        query, key, value = (t.to(dt) if t.is_floating_point() else t for t in (query, key, value))
-        if attn_mask is not None and attn_mask.is_floating_point():
-            attn_mask = attn_mask.to(dt)
-    hd = query.shape[-1]
-    low = query.dtype in (torch.float16, torch.bfloat16)
-    same_hd = key.shape[-1] == hd and value.shape[-1] == hd
-    hq, hk = query.shape[-3], key.shape[-3]
-    gqa_ok = hq == hk or (enable_gqa and hq % hk == 0)
-    if attn_mask is None and low and same_hd and hd <= 256 and hd % 8 == 0 and gqa_ok:
-        return aten._scaled_dot_product_flash_attention(query, key, value, dropout_p, is_causal, False, scale=scale)[0]
-    if hq == hk and same_hd and hd % (8 if low else 4) == 0 and query.dtype != torch.float64:
-        bias = attn_mask
-        if bias is not None:
-            if bias.dtype == torch.bool:
-                neg = torch.scalar_tensor(float("-inf"), dtype=query.dtype, device=bias.device)
-                bias = torch.where(bias, 0.0, neg)
-            # preprocess_mask: strides of all but the last dim must be multiples of 8
-            aligned = bias.stride(-1) == 1 and all(bias.stride(i) % 8 == 0 for i in range(bias.dim() - 1))
-            if not aligned:
-                last = bias.shape[-1]
-                pad = 8 - last % 8
-                bias = F.pad(bias, (0, pad))[..., :last]
-            bias = bias.expand(query.shape[0], query.shape[1], query.shape[2], key.shape[2])
-        need_lse = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-        return aten._scaled_dot_product_efficient_attention(
-            query, key, value, bias, need_lse, dropout_p, is_causal, scale=scale
-        )[0]
-    mask = attn_mask
-    if mask is not None and mask.dtype == torch.bool:
-        neg = torch.scalar_tensor(float("-inf"), dtype=query.dtype, device=mask.device)
-        mask = torch.where(mask, 0.0, neg)
-    return aten._scaled_dot_product_attention_math(
-        query, key, value, mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
-    )[0]
-
-
-def _dropout_cuda(input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
-    """CUDA dropout = fused native_dropout (output + 1-byte bool mask)."""
-    if not training or p == 0.0:
-        return input
-    if p == 1.0 or input.numel() == 0:
-        return _ORIG_DROPOUT(input, p, training, inplace)
-    out = aten.native_dropout(input, p, True)[0]
-    if inplace:
-        return input.copy_(out)
-    return out
-
-
-def apply_cuda_emulation(native_sdpa: bool) -> list[str]:
-    """Patches so that the fake-CPU run takes the code paths of a CUDA run. Returns their names."""
-    applied: list[str] = []
-    import transformers.masking_utils as mu
-    from transformers.utils import import_utils as iu
-
-    # 1+2. transformers treats FakeTensors as "tracing": it then keeps all-ones/causal masks
-    # and assumes packed sequences. On a GPU the tensors are real: let masking_utils read
-    # values (the tracker answers data-dependent reads: bool -> True, i.e. "no padding /
-    # no packing"), which is the unpadded-batch answer.
-    orig_is_tracing: Callable[[Any], bool] = iu.is_tracing
-
-    def is_tracing_no_fake(tensor: Any = None) -> bool:
-        return orig_is_tracing(None)
-
-    mu.is_tracing = is_tracing_no_fake
-    applied.append("masking_utils.is_tracing ignores FakeTensors (mask skip + packed-seq detection as on GPU)")
-    if not native_sdpa:
-        # 3. CUDA SDPA backend policy
-        F.scaled_dot_product_attention = _sdpa_cuda_policy
-        applied.append("F.scaled_dot_product_attention -> CUDA backend policy (flash > mem-efficient > math)")
-    # 4. CUDA dropout kernel
-    F.dropout = _dropout_cuda
-    applied.append("F.dropout -> aten.native_dropout (bool mask)")
-    return applied
-
-
-@contextlib.contextmanager
-def module_to_noop() -> Iterator[None]:
-    """nn.Module.to does nothing (peft moves/casts adapters; FakeTensor params cannot be swapped)."""
-    orig = torch.nn.Module.to
-    torch.nn.Module.to = lambda self, *a, **k: self
-    try:
-        yield
-    finally:
-        torch.nn.Module.to = orig
 
 
 # --------------------------------------------------------------------------------------
@@ -436,14 +174,6 @@ def _outputs_to_fp32(out: Any) -> Any:
             if isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16):
                 out[k] = v.float()
         return out
-
-
-def decay_param_groups(model: Any, params_named: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
-    """HF Trainer.create_optimizer grouping: weight-decay group, then no-decay (bias / norms)."""
-    norm_pat = re.compile(r"(bias|layernorm|rmsnorm|(?:^|\.)norm(?:$|\.)|_norm(?:$|\.))", re.I)
-    decay = [p for n, p in params_named if not norm_pat.search(n)]
-    nodecay = [p for n, p in params_named if norm_pat.search(n)]
-    return [{"params": decay, "weight_decay": 0.0}, {"params": nodecay, "weight_decay": 0.0}]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -614,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     tracker.see(t, kind)
 
         trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        groups = [g for g in decay_param_groups(model, trainable) if g["params"]]
+        groups = decay_param_groups(trainable)
         okw: dict[str, Any] = {"lr": 1e-4, "betas": (0.9, 0.999), "eps": 1e-8}
         opt: Any
         if args.optimizer == "sgd":
@@ -672,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for e in tracker.events:
             fh.write(json.dumps(e, separators=(",", ":")) + "\n")
             n_ev += 1
-    overall = max((p for _, p, _ in tracker.summary), default=0)
+    overall = max((p for _, p in tracker.summary), default=0)
     print(
         f"params {n_param:,} trainable {n_train:,}; events {n_ev:,} "
         f"({tracker.n_alloc:,} allocations); overall peak live {overall / 2**30:.3f} GiB ({overall} B); "
