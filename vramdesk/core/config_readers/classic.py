@@ -12,8 +12,8 @@ from typing import Any
 from ..architecture import Architecture, ConfigError
 from ..families import Family
 from ..messages import Message
-from .fields import NOT_DIVISIBLE, _Cfg
-from .legacy import _gpt_bigcode, _simple_stack
+from .fields import _Cfg
+from .legacy import _gpt_bigcode, _mha_width, _simple_stack
 
 #: OPTConfig.layer_norm_elementwise_affine false: LayerNorms without weights, which no published OPT has
 OPT_NORMS_WITHOUT_WEIGHTS = Message(
@@ -35,12 +35,7 @@ def _gptj(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architec
     """GPT-J and CodeGen (GPTJConfig / CodeGenConfig): multi-head attention without biases, rotary over
     ``rotary_dim`` (no parameters), one ln_1 for attention and MLP in parallel, MLP of n_inner (None: 4 x n_embd)
     with biases, an untied lm_head with a bias."""
-    hidden = c.int("n_embd", "hidden_size")
-    n_heads = c.int("n_head", "num_attention_heads")
-    if hidden % n_heads:
-        raise ConfigError(
-            NOT_DIVISIBLE(model_type=c.model_type, field="n_embd", value=hidden, by="n_head", divisor=n_heads)
-        )
+    hidden, n_heads = _mha_width(c, ("n_embd", "hidden_size"), ("n_head", "num_attention_heads"))
     return _simple_stack(
         c,
         outer,
@@ -64,14 +59,7 @@ def _opt(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architect
     """OPT (OPTConfig): multi-head attention and an fc1 / fc2 MLP of ``ffn_dim``, biases from ``enable_bias``,
     learned positions with 2 extra rows, a ``word_embed_proj_dim``-wide embedding, and no final norm when the
     layers normalise after attention (``do_layer_norm_before`` false: OPT-350m) or ``_remove_final_layer_norm``."""
-    hidden = c.int("hidden_size")
-    n_heads = c.int("num_attention_heads")
-    if hidden % n_heads:
-        raise ConfigError(
-            NOT_DIVISIBLE(
-                model_type=c.model_type, field="hidden_size", value=hidden, by="num_attention_heads", divisor=n_heads
-            )
-        )
+    hidden, n_heads = _mha_width(c, ("hidden_size",), ("num_attention_heads",))
     if not c.bool("layer_norm_elementwise_affine", default=True):
         raise ConfigError(OPT_NORMS_WITHOUT_WEIGHTS(model_type=c.model_type))
     bias = c.bool("enable_bias", default=True)

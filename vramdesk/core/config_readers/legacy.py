@@ -18,6 +18,18 @@ ODD_INTERMEDIATE = Message(
 )
 
 
+def _mha_width(c: _Cfg, hidden_keys: tuple[str, ...], head_keys: tuple[str, ...]) -> tuple[int, int]:
+    """(width, heads) of a multi-head stack read from the first of each set of field names the config has; refused
+    when the heads do not split the width (the message names the first spelling of each)."""
+    hidden = c.int(*hidden_keys)
+    n_heads = c.int(*head_keys)
+    if hidden % n_heads:
+        raise ConfigError(
+            NOT_DIVISIBLE(model_type=c.model_type, field=hidden_keys[0], value=hidden, by=head_keys[0], divisor=n_heads)
+        )
+    return hidden, n_heads
+
+
 def _simple_stack(
     c: _Cfg,
     outer: Mapping[str, Any],
@@ -90,12 +102,7 @@ def _qwen_v1(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archi
 
 def _gpt_bigcode(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architecture:
     """GPT-BigCode (StarCoder / SantaCoder): MQA unless ``multi_query`` is false, learned positions."""
-    hidden = c.int("n_embd", "hidden_size")
-    n_heads = c.int("n_head", "num_attention_heads")
-    if hidden % n_heads:
-        raise ConfigError(
-            NOT_DIVISIBLE(model_type=c.model_type, field="n_embd", value=hidden, by="n_head", divisor=n_heads)
-        )
+    hidden, n_heads = _mha_width(c, ("n_embd", "hidden_size"), ("n_head", "num_attention_heads"))
     mq = c.bool("multi_query", default=True)
     return _simple_stack(
         c,
@@ -142,14 +149,7 @@ def _gpt_neox(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Arch
 def _falcon(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architecture:
     """Falcon: MQA, GQA (``new_decoder_architecture``) or MHA; one norm for parallel attention and MLP, two
     for the new decoder architecture (``num_ln_in_parallel_attn``); biases from ``bias``."""
-    hidden = c.int("hidden_size")
-    n_heads = c.int("num_attention_heads", "n_head")
-    if hidden % n_heads:
-        raise ConfigError(
-            NOT_DIVISIBLE(
-                model_type=c.model_type, field="hidden_size", value=hidden, by="num_attention_heads", divisor=n_heads
-            )
-        )
+    hidden, n_heads = _mha_width(c, ("hidden_size",), ("num_attention_heads", "n_head"))
     new_arch = c.bool("new_decoder_architecture", default=False)
     if new_arch:
         n_kv = c.int("num_kv_heads", "n_head_kv", default=n_heads)
@@ -181,12 +181,7 @@ def _falcon(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archit
 
 def _bloom(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architecture:
     """BLOOM: MHA, MLP 4x wide, biases everywhere, a LayerNorm after the embedding."""
-    hidden = c.int("hidden_size", "n_embed")
-    n_heads = c.int("n_head", "num_attention_heads")
-    if hidden % n_heads:
-        raise ConfigError(
-            NOT_DIVISIBLE(model_type=c.model_type, field="hidden_size", value=hidden, by="n_head", divisor=n_heads)
-        )
+    hidden, n_heads = _mha_width(c, ("hidden_size", "n_embed"), ("n_head", "num_attention_heads"))
     return _simple_stack(
         c,
         outer,
