@@ -64,7 +64,11 @@ DECODE_NOTE = Message(
 NO_ESTIMATE_NOTE = Message("trace.note.no_estimate", "no estimate to compare with: {reason}")
 
 # words for a difference, by where it comes from
-WHY_WEIGHTS = Message("trace.why.weights", "the weights the estimate counted differ from the model transformers built")
+WHY_WEIGHTS = Message(
+    "trace.why.weights",
+    "the weights counted differ, or building the model from its config makes a transient loading a checkpoint does "
+    "not (an untied head before it is tied, a cast): compare the weights row",
+)
 WHY_STATE = Message("trace.why.state", "optimizer states or gradients are sized differently from the trace")
 WHY_ACTIVATIONS = Message(
     "trace.why.activations", "activations and temporaries: the estimate's per-token rule differs from this code"
