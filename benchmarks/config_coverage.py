@@ -60,8 +60,12 @@ COLUMNS = (
     "hub_sha256_match",
     "published_total",
     "published_source",
+    "published_counts",
     "split",
 )
+#: what a published total counts, as its source says (decided from the source, before comparing): every tensor
+#: the checkpoint stores, or all of them but the MTP layers (keras-hub's Qwen3.5 presets)
+COUNTS = ("checkpoint", "without_mtp")
 CLASSES = ("exact", "approximate", "refused", "crash")
 #: the relative error a parameter total may have against the published figure
 TOLERANCE = 0.005
@@ -81,6 +85,8 @@ class Outcome:
     message: str = ""
     #: the parameters the checkpoint stores, as estimated (None when refused)
     params: int | None = None
+    #: of which the MTP layers
+    mtp: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,13 +97,23 @@ class Row:
     split: str
     published: int | None
     outcome: Outcome
+    #: what the published total counts (:data:`COUNTS`)
+    counts: str = "checkpoint"
+
+    @property
+    def estimated(self) -> int | None:
+        """The estimated total on the published figure's basis."""
+        p = self.outcome.params
+        if p is None:
+            return None
+        return p - self.outcome.mtp if self.counts == "without_mtp" else p
 
     @property
     def error(self) -> float | None:
         """Relative error of the estimated parameter total against the published one."""
-        if self.published is None or self.outcome.params is None:
+        if self.published is None or self.estimated is None:
             return None
-        return (self.outcome.params - self.published) / self.published
+        return (self.estimated - self.published) / self.published
 
 
 def _one_line(text: str) -> str:
@@ -115,7 +131,7 @@ def classify(config: Mapping[str, Any], repo_id: str, gpu: GpuSpec | None = None
     except Exception:
         return Outcome("crash", _one_line(traceback.format_exc().strip().splitlines()[-1]))
     generic = any(getattr(w, "id", "") == GENERIC_DECODER.id for w in facts.arch.warnings)
-    return Outcome("approximate" if generic else "exact", params=facts.counts.checkpoint)
+    return Outcome("approximate" if generic else "exact", params=facts.counts.checkpoint, mtp=facts.counts.mtp)
 
 
 def read_index(path: Path = INDEX) -> list[dict[str, str]]:
@@ -132,9 +148,11 @@ def run(entries: Iterable[dict[str, str]], corpus: Path = CORPUS) -> list[Row]:
     for e in entries:
         config = json.loads((corpus / e["file"]).read_text(encoding="utf-8"))
         published = int(e["published_total"]) if e["published_total"] else None
-        rows.append(
-            Row(e["file"], e["repo_id"], e["model_type"], e["split"], published, classify(config, e["repo_id"], gpu))
-        )
+        outcome = classify(config, e["repo_id"], gpu)
+        counts = e["published_counts"] or "checkpoint"
+        if counts not in COUNTS:
+            raise SystemExit(f"{e['file']}: published_counts must be one of {', '.join(COUNTS)}, not {counts!r}")
+        rows.append(Row(e["file"], e["repo_id"], e["model_type"], e["split"], published, outcome, counts))
     return rows
 
 
@@ -176,7 +194,8 @@ def report(title: str, rows: list[Row]) -> list[str]:
         )
         worst = sorted(checked, key=lambda r: -abs(r.error or 0.0))[:10]
         for r in worst:
-            out.append(f"    {r.error or 0.0:+8.3%}  {r.repo_id}: {r.outcome.params:,} vs {r.published:,}")
+            basis = "" if r.counts == "checkpoint" else f" ({r.counts})"
+            out.append(f"    {r.error or 0.0:+8.3%}  {r.repo_id}: {r.estimated:,} vs {r.published:,}{basis}")
     unestimated = sum(1 for r in rows if r.published is not None and r.outcome.params is None)
     if unestimated:
         out.append(f"  ({unestimated} with a published figure were not estimated)")

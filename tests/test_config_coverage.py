@@ -84,7 +84,14 @@ def test_every_index_row_names_a_file_and_every_file_has_a_row() -> None:
         assert str(config.get("model_type", "")) == r["model_type"]
         assert r["split"] == coverage.split_of(r["repo_id"])
         assert r["hub_sha256_match"] in {"yes", "no", "unknown"}
-        assert (r["published_total"] == "") == (r["published_source"] == "")
+        assert (r["published_total"] == "") == (r["published_source"] == "") == (r["published_counts"] == "")
+        assert r["published_counts"] in {"", *coverage.COUNTS}
+
+
+def test_a_total_without_the_mtp_layers_is_compared_without_them() -> None:
+    outcome = coverage.Outcome("exact", params=1_100, mtp=100)
+    assert coverage.Row("a.json", "o/a", "qwen3_5", "dev", 1_000, outcome, "without_mtp").error == 0.0
+    assert coverage.Row("a.json", "o/a", "qwen3_5", "dev", 1_000, outcome).error == 0.1
 
 
 def test_the_split_rule_is_fixed_by_the_repo_id() -> None:
