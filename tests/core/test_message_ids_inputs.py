@@ -38,6 +38,7 @@ from vramdesk.core.gguf_header import (
     parse_gguf_header,
     tensors_from_gguf,
 )
+from vramdesk.core.header_inventory import read_inventory
 from vramdesk.core.messages import MESSAGES, Text, fields
 from vramdesk.core.quant_config import format_from_quantization_config
 from vramdesk.core.scenario import Scenario
@@ -270,17 +271,17 @@ def _header_texts() -> list[Text]:
     no_layers = {"weights.blob": ("BF16", (4, 4))}
     bare = {"model_type": "bare", "num_attention_heads": 4}
     calls: list[Callable[[], object]] = [
-        lambda: normalize(dict(tiny, model_type="bare", hidden_size=None), no_layers),
-        lambda: normalize({"model_type": "bare", "hidden_size": 64}, t),
-        lambda: normalize(bare, {k: v for k, v in t.items() if "embed" not in k}),
-        lambda: normalize(bare | {"num_hidden_layers": 9}, t),
-        lambda: normalize(bare | {"head_dim": 24}, t),
+        lambda: normalize(dict(tiny, model_type="bare", hidden_size=None), read_inventory(no_layers)),
+        lambda: normalize({"model_type": "bare", "hidden_size": 64}, read_inventory(t)),
+        lambda: normalize(bare, read_inventory({k: v for k, v in t.items() if "embed" not in k})),
+        lambda: normalize(bare | {"num_hidden_layers": 9}, read_inventory(t)),
+        lambda: normalize(bare | {"head_dim": 24}, read_inventory(t)),
     ]
     out = [_raised(call, ConfigError) for call in calls]
-    out.append(normalize(tiny, t).warnings[0])
-    out.append(normalize(dict(tiny, sliding_window=64), moe).warnings[0])
-    out.append(normalize(chunked, t).warnings[0])
-    out.append(normalize(tiny, no_layers).warnings[1])
+    out.append(normalize(tiny, read_inventory(t)).warnings[0])
+    out.append(normalize(dict(tiny, sliding_window=64), read_inventory(moe)).warnings[0])
+    out.append(normalize(chunked, read_inventory(t)).warnings[0])
+    out.append(normalize(tiny, read_inventory(no_layers)).warnings[1])
     return out
 
 

@@ -97,9 +97,10 @@ def model_facts(
     """Normalise a config and build its inventory; ``checkpoint`` = the tensors a checkpoint really stores
     (with ``stored_bytes``), which then price the weights whenever the scenario keeps the checkpoint's format;
     ``headers`` = the checkpoint's header entries, from which an unknown model type's inventory is read."""
-    arch = normalize(config, headers)
-    if headers and FROM_HEADERS in arch.sources:
-        tensors = inventory_tensors(read_inventory(headers), arch)
+    inventory = read_inventory(headers) if headers else None
+    arch = normalize(config, inventory)
+    if inventory is not None and FROM_HEADERS in arch.sources:
+        tensors = inventory_tensors(inventory, arch)
     else:
         tensors = build_inventory(arch)
     if checkpoint is not None and stored_total is None:

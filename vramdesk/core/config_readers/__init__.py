@@ -20,7 +20,7 @@ from typing import Any
 
 from ..architecture import Architecture, ConfigError
 from ..families import LLAMA, Family, family_for_model_type
-from ..header_inventory import HeaderEntries, read_inventory
+from ..header_inventory import HeaderInventory
 from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
@@ -94,13 +94,14 @@ _READERS: dict[str, Reader] = {
 }
 
 
-def normalize(config: Mapping[str, Any], headers: HeaderEntries | None = None) -> Architecture:
+def normalize(config: Mapping[str, Any], headers: HeaderInventory | None = None) -> Architecture:
     """Read a Hugging Face ``config.json`` dict into an :class:`Architecture`.
 
     Raises :class:`ConfigError` naming the model type and the field when something needed is missing or
-    impossible. An unknown model type is read from its checkpoint's tensor names when ``headers`` (the
-    safetensors header entries) are given (:mod:`.unknown`), else, or when its names say too little, through the
-    generic path if the config has the standard decoder fields; both carry a warning.
+    impossible. An unknown model type is read from its checkpoint's tensor names when ``headers`` is given (the
+    inventory :func:`~vramdesk.core.header_inventory.read_inventory` made of its header entries; :mod:`.unknown`),
+    else, or when its names say too little, through the generic path if the config has the standard decoder
+    fields; both carry a warning.
     """
     text, outer = _text_and_outer(config)
     _finite(outer, "")
@@ -118,13 +119,13 @@ def normalize(config: Mapping[str, Any], headers: HeaderEntries | None = None) -
     return arch
 
 
-def _unknown(c: _Cfg, outer: Mapping[str, Any], base: str, headers: HeaderEntries | None) -> Architecture:
+def _unknown(c: _Cfg, outer: Mapping[str, Any], base: str, headers: HeaderInventory | None) -> Architecture:
     """A model type no family record names: from its tensor names when the headers are known, else (or when the
     names say too little) as a generic Llama-style decoder; refused, with both reasons, when neither reads it."""
     unused = None
-    if headers:
+    if headers is not None:
         try:
-            return from_headers(c, outer, read_inventory(headers))
+            return from_headers(c, outer, headers)
         except ConfigError as err:
             unused = error_text(err)
     try:
