@@ -115,3 +115,18 @@ def test_an_object_dropped_after_the_module_is_torn_down_forgets_itself_quietly(
     del owner
     gc.collect()
     assert raised == [] and ident not in table
+
+
+def test_formats_made_and_dropped_leave_no_priced_weights_behind() -> None:
+    from vramdesk.core.weight_format import parse_weight_format
+
+    facts = Catalog().facts(DEFAULT_SCENARIO.model.id)
+    parts = frozenset({"text"})
+    facts.weights(parse_weight_format("nf4"), parts)  # (the first pricing of the format, kept by value)
+    gc.collect()
+    before = memo.size(), memo.entries(facts)
+    first = facts.weights(parse_weight_format("nf4"), parts)
+    for _ in range(50):
+        assert facts.weights(parse_weight_format("nf4"), parts) == first
+    gc.collect()
+    assert (memo.size(), memo.entries(facts)) == before

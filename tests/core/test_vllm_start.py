@@ -174,3 +174,16 @@ def test_a_plan_longer_than_its_max_model_len_is_warned_about() -> None:
     est = run(plan(LLAMA_8B, gpu="RTX 4090", input_len=4096, output_len=512, max_model_len=2048))
     warned = _warning(est, "vllm.request_longer_than_max_model_len")
     assert warned is not None and warned.args["tokens"] == 4608 and warned.args["max_len"] == 2048
+
+
+def test_a_gpu_polled_again_adds_no_mxfp4_padding_entry() -> None:
+    # a detected GPU is a new object (its free memory) at every poll: the padding is kept by kernel and name
+    from vramdesk.core import memo
+
+    s = plan(GPT_OSS)  # (its checkpoint is MXFP4)
+    facts = CAT.facts(GPT_OSS)
+    estimate(s, facts, H100)
+    kept = memo.entries(facts.arch)
+    for free in range(1, 20):
+        estimate(s, facts, H100.model_copy(update={"free_bytes": free * GIB}))
+    assert memo.entries(facts.arch) == kept

@@ -7,6 +7,7 @@ point (``estimate``) back.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,12 +53,13 @@ class ModelFacts:
     _cache: dict[tuple[str, frozenset[str]], WeightBytes] = field(default_factory=dict, repr=False)
 
     def weights(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
-        """The weights priced in ``fmt``: kept per format (by value) and, for the format object an estimate
-        resolved (the same one every time: ``estimate.resolve_format``), found without spelling the format out."""
-        by_object = derived(self, ("weights of", id(fmt), parts), lambda: (fmt, self._priced(fmt, parts)))
-        if by_object[0] is fmt:
-            return by_object[1]
-        return self._priced(fmt, parts)  # (another format object under a reused id: priced by value)
+        """The weights priced in ``fmt``: kept per format (by value) and, with the format object itself (the same
+        one every estimate resolves: ``estimate.resolve_format``), found without spelling the format out. The
+        entry goes with the format object, so formats made and dropped (advice, sweeps) leave nothing behind."""
+        owner, wb = derived(fmt, ("priced for", id(self), parts), lambda: (weakref.ref(self), self._priced(fmt, parts)))
+        if owner() is self:
+            return wb
+        return self._priced(fmt, parts)  # (another model under a reused id: priced by value)
 
     def _priced(self, fmt: WeightFormat, parts: frozenset[str]) -> WeightBytes:
         key = (repr(fmt), parts)

@@ -51,3 +51,9 @@ def derived(owner: object, key: Hashable, build: Callable[[], T]) -> T:
 def size() -> int:
     """Objects that have derived facts kept (for tests: entries go with their objects)."""
     return len(_TABLE)
+
+
+def entries(owner: object) -> int:
+    """How many facts are kept for ``owner`` (for tests: what a caller adds per call stays bounded)."""
+    entry = _TABLE.get(id(owner))
+    return len(entry[1]) if entry is not None and entry[0]() is owner else 0

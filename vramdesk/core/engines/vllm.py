@@ -237,7 +237,10 @@ def _weights(ctx: Context, share: float, tp: int, pp: int) -> Component:
     if ctx.weight_kind != "mxfp4":
         return weights
     arch, gpu = ctx.arch, ctx.gpu
-    extra, note = derived(arch, ("MXFP4 padding", gpu, tp, pp), lambda: mxfp4_padding(arch, gpu, tp, pp))
+    # (keyed on what the padding depends on, the kernel and the GPU's name: a detected GPU is a new object, with its
+    # free memory, at every poll)
+    key = ("MXFP4 padding", mxfp4_backend(gpu), gpu.name if gpu is not None else None, tp, pp)
+    extra, note = derived(arch, key, lambda: mxfp4_padding(arch, gpu, tp, pp))
     if note is None:
         return weights
     return weights.model_copy(update={"bytes": weights.bytes + extra, "explain": join("; ", weights.explain, note)})
