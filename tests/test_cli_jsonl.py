@@ -112,3 +112,15 @@ def test_jobs_without_jsonl_is_refused(capsys: pytest.CaptureFixture[str]) -> No
     assert "--jobs goes with --jsonl FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["estimate", "--jsonl", "x.jsonl", "--jobs", "-1"], out=io.StringIO())
+
+
+def test_a_batch_of_long_lines_stays_small_in_memory() -> None:
+    # a file of lines near the 1 MiB limit: a batch is cut by bytes long before 2,048 lines
+    long = b"x" * (cli_jsonl.MAX_LINE - 1)
+    items = iter([(i, long) for i in range(1, 41)])
+    batches = list(cli_jsonl._batches(items))
+    assert [n for b in batches for n, _ in b] == list(range(1, 41))
+    assert all(sum(len(x or b"") for _, x in b) < cli_jsonl.BATCH_BYTES + cli_jsonl.MAX_LINE for b in batches)
+    assert len(batches) > 2
+    short = list(cli_jsonl._batches(iter([(i, b"{}\n") for i in range(1, cli_jsonl.BATCH + 2)])))
+    assert [len(b) for b in short] == [cli_jsonl.BATCH, 1]

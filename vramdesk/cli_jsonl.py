@@ -23,15 +23,16 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from itertools import islice
 from typing import Any, BinaryIO, TextIO
 
 from .cli_common import ERRORS, CliError
 
 #: longest --jsonl line read (bytes); a longer one is that line's error, and the next lines go on
 MAX_LINE = 1024 * 1024
-#: lines handed to the workers at once (results are written when their batch is done)
+#: lines handed to the workers at once (results are written when their batch is done), and the input bytes past
+#: which a batch ends (lines up to MAX_LINE each: a batch of long lines stays about this small in memory)
 BATCH = 2048
+BATCH_BYTES = 16 * 1024 * 1024
 #: a file this large or larger is worth worker processes (about 500 lines); smaller ones run here
 PARALLEL_FROM_BYTES = 64 * 1024
 #: most worker processes --jobs 0 (one per core) starts
@@ -52,6 +53,20 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
             yield lineno, None
         elif line.strip():
             yield lineno, line
+
+
+def _batches(items: Iterator[tuple[int, bytes | None]]) -> Iterator[list[tuple[int, bytes | None]]]:
+    """``items`` in batches of at most BATCH lines and BATCH_BYTES bytes (one line at least)."""
+    batch: list[tuple[int, bytes | None]] = []
+    size = 0
+    for item in items:
+        batch.append(item)
+        size += len(item[1] or b"")
+        if len(batch) >= BATCH or size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def line_text(read: LineReader, item: tuple[int, bytes | None]) -> tuple[str, bool]:
@@ -115,7 +130,7 @@ def _in_workers(
     failures = 0
     pool: ProcessPoolExecutor | None = ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
     try:
-        while batch := list(islice(items, BATCH)):
+        for batch in _batches(items):
             results: list[tuple[str, bool]] | None = None
             if pool is not None:
                 try:
