@@ -9,6 +9,7 @@ import pytest
 
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.measurement import (
+    MAX_MEASUREMENT_BYTES,
     Measurement,
     MeasurementError,
     ModelIdentity,
@@ -42,12 +43,39 @@ def test_round_trip(tmp_path: Path) -> None:
     assert read_measurement(path) == _measurement()
 
 
-def test_a_local_path_keeps_only_its_name(tmp_path: Path) -> None:
+def test_a_local_path_keeps_only_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "m.json"
-    write_measurement(path, _measurement("/home/alice/models/secret-run/config.json"))
+    private = tmp_path / "someone" / "secret-run" / "config.json"
+    write_measurement(path, _measurement(str(private)))
     text = path.read_text(encoding="utf-8")
-    assert "alice" not in text
+    assert "someone" not in text and str(tmp_path) not in text
     assert json.loads(text)["plan"]["model"]["id"] == "config.json"
+    # a relative folder that exists reads like a Hub id ("owner/name") but is a path
+    (tmp_path / "runs" / "mine").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    write_measurement(path, _measurement("runs/mine"))
+    assert json.loads(path.read_text(encoding="utf-8"))["plan"]["model"]["id"] == "mine"
+    write_measurement(path, _measurement("meta-llama/Llama-3.2-1B"))  # a Hub id stays
+    assert json.loads(path.read_text(encoding="utf-8"))["plan"]["model"]["id"] == "meta-llama/Llama-3.2-1B"
+
+
+def test_a_huge_nan_or_non_utf8_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (MAX_MEASUREMENT_BYTES + 1))
+    for path, words in (
+        (big, "larger than a measurement file can be"),
+        (_write(tmp_path / "nan.json", b'{"format": NaN}'), "not a JSON measurement file"),
+        (_write(tmp_path / "bytes.json", b'{"format": "\xff"}'), "not a JSON measurement file"),
+        (_write(tmp_path / "deep.json", b"[" * 10_000 + b"]" * 10_000), "not a JSON measurement file"),
+    ):
+        with pytest.raises(MeasurementError) as err:
+            read_measurement(path)
+        assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
 
 
 def test_the_config_hash_ignores_key_order() -> None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from vramdesk.core import jsonsafe
 from vramdesk.core.messages import Message
 from vramdesk.core.scenario import Scenario
 from vramdesk.fsutil import atomic_write_text
@@ -24,6 +25,11 @@ FORMAT = "vramdesk-measurement/1"
 _PREFIX = "vramdesk-measurement/"
 
 NOT_JSON = Message("measurement.read.not_json", "{path}: not a JSON measurement file ({problem})")
+TOO_LARGE = Message(
+    "measurement.read.too_large", "{path}: {mib:.1f} MiB is larger than a measurement file can be ({most} MiB)"
+)
+#: a measurement file is a few KiB; larger than this is not one (read whole, so bounded first)
+MAX_MEASUREMENT_BYTES = 4 * 1024 * 1024
 NOT_MEASUREMENT = Message("measurement.read.format", "{path}: not a vramdesk measurement file (format {got})")
 NEWER = Message("measurement.read.newer", "{path}: written by a newer vramdesk (format {got}); this one reads {known}")
 BAD_FIELD = Message("measurement.read.field", "{path}: {where}: {problem}")
@@ -76,9 +82,18 @@ def public_plan(scenario: Scenario) -> dict[str, Any]:
     """The scenario as saved, with a local model path cut to its file or folder name (no user or host names)."""
     plan: dict[str, Any] = scenario.model_dump(mode="json")
     ref = str(plan.get("model", {}).get("id", ""))
-    if ref.endswith((".json", ".gguf")) or ref.startswith((".", "/", "~")) or "\\" in ref or ref.count("/") > 1:
+    local = ref.endswith((".json", ".gguf")) or ref.startswith((".", "/", "~")) or "\\" in ref or ":" in ref
+    if local or ref.count("/") > 1 or _on_disk(ref):
         plan["model"]["id"] = PurePath(ref.replace("\\", "/")).name or "model"
     return plan
+
+
+def _on_disk(ref: str) -> bool:
+    """``ref`` names a local file or folder (a relative "runs/mine" looks like a Hub id but is a path)."""
+    try:
+        return bool(ref) and Path(ref).expanduser().exists()
+    except (OSError, ValueError):
+        return False
 
 
 def write_measurement(path: Path, measurement: Measurement) -> None:
@@ -93,9 +108,15 @@ def _where(err: ValidationError) -> tuple[str, str]:
 def read_measurement(path: Path) -> Measurement:
     """The measurement in ``path``; MeasurementError with one line for a bad or newer file."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        size = Path(path).stat().st_size
+        if size > MAX_MEASUREMENT_BYTES:
+            raise MeasurementError(TOO_LARGE(path=str(path), mib=size / 2**20, most=MAX_MEASUREMENT_BYTES // 2**20))
+        # (strict JSON: no NaN, bounded nesting, non-UTF-8 named)
+        data = jsonsafe.loads(Path(path).read_bytes(), source="")
+    except OSError as err:
         raise MeasurementError(NOT_JSON(path=str(path), problem=" ".join(str(err).split()))) from err
+    except jsonsafe.JsonError as err:
+        raise MeasurementError(NOT_JSON(path=str(path), problem=err.problem)) from err
     got = data.get("format") if isinstance(data, dict) else None
     if got != FORMAT:
         if isinstance(got, str) and got.startswith(_PREFIX) and got[len(_PREFIX) :].isdigit():
