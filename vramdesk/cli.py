@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vramdesk.cli_compare import add_compare_parser
     from vramdesk.cli_export import add_export_parser
     from vramdesk.cli_sweep import add_sweep_parser
-    from vramdesk.cli_trace import add_trace_parser
+    from vramdesk.cli_trace_args import add_trace_parser
 
     add_compare_parser(sub)
     add_export_parser(sub, _add_estimate_options)

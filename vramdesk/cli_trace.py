@@ -32,32 +32,6 @@ from vramdesk.storage.measurement import (
 ScenarioFrom = Callable[[str, dict[str, Any]], Scenario]
 
 
-def add_trace_parser(sub: Any, estimate_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    """The ``trace`` command; ``estimate_options`` adds the options ``estimate`` takes (the option table's)."""
-    tp = sub.add_parser(
-        "trace",
-        help="run the plan's real transformers / peft code on fake tensors in your Python and compare",
-        description="Builds the model from its config (transformers' own classes, never trust_remote_code; no "
-        "weights) inside FakeTensorMode in the Python you name, runs one inference request (prefill + a few "
-        "decode steps) or one training step, replays its allocations through vramdesk's model of PyTorch's "
-        "CUDA caching allocator and prints the peaks per phase next to the estimate. vramdesk installs nothing "
-        "there: that environment needs torch, transformers and peft.",
-    )
-    tp.add_argument("model", help="repo id, config.json, model folder, or scenario .json")
-    tp.add_argument("--python", required=True, metavar="PATH", help="the Python of an environment with torch")
-    tp.add_argument(
-        "--decode-steps",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"decode steps to trace [{tr.DECODE_STEPS}, at most --output-len]",
-    )
-    tp.add_argument("--timeout", type=float, default=tr.TIMEOUT_S, metavar="S", help="seconds before it stops")
-    tp.add_argument("--json", action="store_true", help="print one JSON object")
-    tp.add_argument("-o", "--output", metavar="FILE.json", default=None, help="also write the measurement file")
-    estimate_options(tp)
-
-
 def _estimate(scenario: Scenario, config: dict[str, Any]) -> tuple[Estimate | None, Text | None]:
     from vramdesk.core.architecture import ConfigError
     from vramdesk.core.estimate import EstimateError, estimate
@@ -190,4 +164,4 @@ def run_trace(ns: argparse.Namespace, out: TextIO, scenario_from: ScenarioFrom, 
     return 0
 
 
-__all__ = ["add_trace_parser", "measurement", "render", "report_doc", "run_trace"]
+__all__ = ["measurement", "render", "report_doc", "run_trace"]

@@ -23,13 +23,10 @@ from vramdesk.core.messages import Message, Text, free
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
 from vramdesk.core.workloads import FinetuneWorkload, InferenceWorkload
+from vramdesk.tracing import DECODE_STEPS, TIMEOUT_S
 from vramdesk.tracing.alloc_rules import TraceError as StreamError
 from vramdesk.tracing.replay import replay
 
-#: decode steps traced unless asked otherwise (the child's docstring says why a few are enough)
-DECODE_STEPS = 4
-#: seconds a trace may take before it is stopped
-TIMEOUT_S = 1800.0
 EXIT_REFUSED, EXIT_MISSING = 3, 4  # the child's exit statuses (vramdesk/tracing/child.py)
 CHILD_FORMAT = "vramdesk-trace-child/1"
 
