@@ -430,3 +430,25 @@ def test_the_display_unit_is_one_object() -> None:
     assert presenter.DISPLAY_UNIT.name == "GB" and presenter.unit_bytes() == presenter.DISPLAY_UNIT.bytes == 10**9
     assert readouts(view).device.value == f"{view.device_bytes / 1e9:.2f} GB"
     assert presenter.set_unit("furlongs") == "GiB" and presenter.unit_bytes() == GIB
+
+
+def test_an_engines_refusal_is_shown_in_its_words_not_as_a_shortfall_of_zero() -> None:
+    from vramdesk.core.estimate import estimate
+
+    def fit_of(**work: Any) -> Any:
+        s = Scenario.model_validate(
+            {"model": {"id": "meta-llama/Llama-3.1-8B"}, "workload": {"kind": "inference", **work},
+             "hardware": {"gpu": "RTX 4090"}}
+        )  # fmt: skip
+        est = estimate(s, resolve_model(s.model.id), resolve_gpu("RTX 4090"))
+        assert est.fit is not None and est.fit.verdict == "does not fit"
+        return est.fit
+
+    # vLLM starts only with room for one request of max_model_len: short by nothing, refused all the same
+    refused = fit_of(engine="vllm", input_len=4096, vllm={"max_model_len": 100_000})
+    shown = presenter.fit_message(refused)
+    assert refused.short_bytes == 0 and getattr(shown, "id", "") == "vllm.start.one_request.set"
+    assert "short by" not in shown
+    # a plain shortfall is still the window's sentence, in its unit
+    short = presenter.fit_message(fit_of(engine="transformers", input_len=131_000, batch=4))
+    assert getattr(short, "id", "") == "view.fit.short" and "short by" in short

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts
-from vramdesk.core.fit import basis_text
+from vramdesk.core.fit import SHORT, basis_text
 from vramdesk.core.fit import verdict as fit_verdict
 from vramdesk.core.gpu import GIB, GpuSpec, hardware_text
 from vramdesk.core.messages import Message, Text
@@ -362,6 +362,15 @@ VIEW_NO_GPU = Message("view.no_gpu", "needs {need} per GPU; choose a GPU to see 
 PARENTHESES = Message("view.parentheses", "({text})")
 
 
+def _first_id(message: str) -> str:
+    """The message id of a verdict sentence (of its first part when a note was joined to it)."""
+    if not isinstance(message, Text):
+        return ""
+    if message.id or not message.parts:
+        return message.id
+    return _first_id(message.parts[0])
+
+
 def fit_message(fit: Fit) -> str:
     """The core's verdict sentence (:func:`vramdesk.core.fit.verdict`), rebuilt from the :class:`Fit` fields in
     the window's unit (in GiB it is the core's text), as a :class:`~vramdesk.core.messages.Text`."""
@@ -369,6 +378,8 @@ def fit_message(fit: Fit) -> str:
     if fit.available_bytes <= 0:  # a Fit from before the core recorded what it compared with
         return fit.message
     if fit.verdict == "does not fit":
+        if _first_id(fit.message) not in ("", SHORT.id):
+            return fit.message  # (the engine's own refusal, vLLM's start-up check: its words, not a shortfall)
         return VIEW_SHORT(need=need, gpu=fit.gpu, available=avail, basis=where, short=gib(fit.short_bytes))
     if fit.verdict == "tight" and fit.live_bytes is not None:
         return VIEW_CACHE_ONLY(
