@@ -576,6 +576,46 @@ def run_heldout_fms(catalog: Catalog | None = None) -> FmsResult:
     return FmsResult(rows, context, wrong_fits, len(data["out_of_memory"]), wrong_no_fits)
 
 
+def run_heldout_trainers(catalog: Catalog | None = None) -> list[Row]:
+    """The held-out trainer set (benchmarks/data/heldout_trainers.yaml): each row at the level its source printed,
+    with the settings the file fixed before any comparison; the row's group is its trainer."""
+    data = yaml.safe_load((DATA / "heldout_trainers.yaml").read_text(encoding="utf-8"))
+    models = Models(catalog or default_catalog())
+    rows: list[Row] = []
+    for item in data["rows"]:
+        trainer, model_id = str(item["trainer"]), str(item["model"])
+        config = data["configs"].get(model_id)
+        facts = model_facts(config, model_id) if config else models.facts(model_id)
+        gpu = models.catalog.gpu(item["gpu"])
+        work = {"kind": "finetune", "trainer": trainer, **data["settings"].get(trainer, {}), **item["work"]}
+        scenario = Scenario.model_validate(
+            {
+                "model": {"id": model_id},
+                "workload": work,
+                "hardware": {"gpu": gpu.name, "gpu_count": int(item["gpus"])},
+                "parallelism": data["parallelism"].get(trainer, {}),
+            }
+        )
+        est = estimate(scenario, facts, gpu)
+        level = str(item["level"])
+        value = {"allocated": est.peak_allocated_bytes, "reserved": est.peak_reserved_bytes, "device": est.device_bytes}
+        measured = float(item["value"]) * (1e9 / GIB if item["unit"] == "GB" else 1.0)
+        w = item["work"]
+        rid = f"{trainer}-{model_id.rsplit('/', maxsplit=1)[-1]}-{w['method']}-b{w['micro_batch']}-s{w['seq_len']}"
+        rows.append(Row(rid, "held-out trainers", trainer, level, measured, value[level] / GIB, "B"))
+    return rows
+
+
+def _print_heldout_trainers(rows: list[Row]) -> None:
+    """The trainer set by trainer, with issue 22's figures: median, p90 and the share under-predicted by > 5 %."""
+    print(f"\nheld-out trainers ({len(rows)} published figures outside the calibration set) by trainer:")
+    for g, st in summarize(rows, "weights").items():
+        print(f"  {g:24s} {st['n']:4d} {st['median']:8.2f} {st['p90']:8.2f}")
+    _print_signed(rows)
+    under = sum(1 for r in rows if r.error < -0.05)
+    print(f"  under-predicted by more than 5 %: {under} of {len(rows)} ({100 * under / max(1, len(rows)):.0f} %)")
+
+
 def _replay_report() -> Any:
     """benchmarks/allocator/replay_report.py (it maps a trace's settings to a scenario), a sibling script."""
     sys.path.insert(0, str(HERE / "allocator"))
@@ -781,8 +821,9 @@ def main(argv: list[str] | None = None) -> int:
     fms = run_heldout_fms()
     held_fms, wrong_fits, oom_runs = fms.rows, fms.wrong_fits, fms.oom_runs
     device_runs = run_device_runs() + run_device_inference()
+    held_trainers = run_heldout_trainers()
     if args.rows:
-        for r in rows + train_rows + heldout + held_ft + held_fms + device_runs:
+        for r in rows + train_rows + heldout + held_ft + held_fms + held_trainers + device_runs:
             print(
                 f"{r.id:55s} {r.level:28s} measured {r.measured_gib:8.3f}  estimate {r.estimate_gib:8.3f}  "
                 f"{100 * r.error:+6.1f}%"
@@ -828,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f'  runs that completed and the estimate calls "does not fit": {len(fms.wrong_no_fits)} of {len(held_fms)}')
     for line in fms.wrong_no_fits:
         print(f"    {line}")
+    _print_heldout_trainers(held_trainers)
     device_summary = summarize([replace(r, weights=f"{r.level} {r.weights}") for r in device_runs], "weights")
     print(
         f"\nour own runs on a lent GPU (traced training steps and transformers generate; {len(device_runs)} "

@@ -184,6 +184,7 @@ SCENARIOS = [
     _s(Q8, "RTX 4090", kind="inference", input_len=32000, attention="eager"),
     _s(Q8, None, kind="inference"),
     _s(Q8, "H100 SXM", kind="inference", input_len=30720, output_len=16, full_prompt_logits=True),
+    _s(Q8, "H100 SXM", kind="inference", input_len=512, output_len=64, transformers_version="<=4.35"),
     _s("google/gemma-3-1b-it", "RTX 4090", kind="inference", input_len=16, batch=4),
     _s("EleutherAI/pythia-1b", "RTX 4090", kind="inference"),
     _s(L70, "RTX 4090", gpus=2, kind="inference", max_memory_gib=20),

@@ -66,6 +66,8 @@ PLANS: list[tuple[str, dict[str, Any], dict[str, Any], int, str]] = [
     (L8, {"method": "full", "optimizer": "adamw-forloop"}, {}, 1, "auto"),
     (L8, {"method": "full", "optimizer": "sgd", "precision": "fp32"}, {}, 1, "auto"),
     (L8, {"method": "full", "optimizer": "lion", "chunked_loss": True}, {}, 1, "auto"),
+    (L8, {"method": "lora", "trainer": "unsloth"}, {}, 1, "auto"),
+    (L8, {"method": "lora", "trainer": "litgpt"}, {}, 1, "auto"),
     (L8, {"method": "full", "precision": "amp-bf16"}, {}, 1, "auto"),
     (L8, {"method": "full", "grad_accum": 4}, {}, 1, "auto"),
     (Q15, {"method": "full"}, {}, 1, "auto"),
@@ -146,7 +148,10 @@ def texts() -> list[tuple[str, set[str]]]:
     seen: dict[str, tuple[str, set[str]]] = {}
     for model_id, work, par, gpus, base in PLANS:
         for t in _run_texts(model_id, work, par, gpus, base):
-            seen.setdefault(str(t), (t, {model_id, "lora_bias=all"}))
+            names = {model_id, "lora_bias=all"}
+            if "trainer" in work:  # a trainer's fixed settings are named as the command line spells them
+                names |= {str(work["trainer"]), *str(t.args.get("settings", "")).split(", ")} - {""}
+            seen.setdefault(str(t), (t, names))
     for model_id, model_type, target in ((L8, "llama", "foo"), (PYTHIA, "gpt_neox", "bar")):
         t = _refusal(model_id, lora_targets=(target, "q"))
         modules = set(str(t.args["modules"]).split(", "))  # the model's own module names, as it has them

@@ -495,7 +495,7 @@ def _training_levels(
     # what the forward and backward reserved stays cached through the step; the step's temporaries that fit
     # none of those blocks come on top (training.step_new_segments)
     activation_peak = max((p.allocated_bytes for p in ph if p.name != "optimizer step"), default=0)
-    reserved = max(top.allocated_bytes, activation_peak + run.step_segments) + slack
+    reserved = max(top.allocated_bytes, activation_peak + run.step_segments) + slack + run.loading_cache
     return top, top.allocated_bytes, reserved
 
 

@@ -47,6 +47,7 @@ from .parallel import (
 )
 from .result import Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
+from .trainers import profile
 from .training_activations import GPTQ_KEPT, Activations, LossHead, activations, loss_head
 from .training_plan import check_plan
 from .training_state import Trained, precision, what_trains
@@ -71,6 +72,8 @@ class TrainingRun:
     #: and what they are (a message Text, "" when there are none)
     step_segments: int = 0
     step_segments_text: str = ""
+    #: blocks the trainer's loading left in PyTorch's cache before the first step (reserved, never allocated)
+    loading_cache: int = 0
 
 
 def training_phases(
@@ -85,14 +88,14 @@ def training_phases(
     quantisation for QLoRA; a GPTQ / AWQ / bnb name or format trains adapters on that quantised base).
     ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them.
     A plan that cannot run is refused first, by :func:`~vramdesk.core.training_plan.check_plan`."""
-    check_plan(facts, work, par, base_weights)
+    check_plan(facts, work, par, base_weights, gpu_count)
     model = _model_tensors(facts, work)
     # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
     # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
     deepspeed = par.zero > 0 and work.precision != "fp32"
     tr = what_trains(facts, work, par, base_weights, deepspeed, (model.text, model.vision))
     acts = _activations(facts.arch, work, par, tr, deepspeed)
-    head = loss_head(facts.arch, work, deepspeed)
+    head = loss_head(facts.arch, work, deepspeed, precision(work.precision))
     # --- sharding and offload (per GPU)
     sh = shards(par, gpu_count, gpus_per_node)
     states = _model_states(work, par, tr, deepspeed, model)
@@ -113,7 +116,18 @@ def training_phases(
         stages=pipeline_stages(facts, phases, sh.pp, work.grad_accum) if sh.pp > 1 else [],
         step_segments=step_segments,
         step_segments_text=step_text,
+        loading_cache=_loading_cache(work, par, model.text),
     )
+
+
+def _loading_cache(work: FinetuneWorkload, par: Parallelism, text_tensors: list[Tensor]) -> int:
+    """fsdp_qlora's low-memory loading: FSDP's sync_module_states moves each unit to the GPU whole and flattens it
+    into a new flat parameter before sharding it (torch.distributed.fsdp _init_param_handle_from_module,
+    FlatParamHandle.flatten_tensors); the freed whole unit and flat copy stay cached. The largest unit is the root
+    one (embeddings, lm_head, final norm: fsdp_qlora leaves them unquantised, in 16 bits): twice its bytes."""
+    if not (profile(work.trainer).loading_cache and par.fsdp):
+        return 0
+    return 2 * 2 * sum(t.numel for t in text_tensors if t.layer is None)
 
 
 # ------------------------------------------------------------------------------------------ weights and adapters
@@ -542,7 +556,7 @@ def _phases(
     ]
     retained: tuple[Component, ...] = ()
     if work.grad_checkpointing:
-        if par.fsdp and par.fsdp_version == 1 and lora:
+        if par.fsdp and par.fsdp_version == 1 and lora and not profile(work.trainer).checkpoint_outside_fsdp:
             # FSDP1 frozen units (peft's wrap policy puts the adapters in their own units) register a reshard-only
             # post-backward hook on each layer's input; under reentrant checkpointing that input is the recompute's
             # detached copy, and the hook's closure keeps it and its gradient alive until _finalize_params at the
@@ -617,6 +631,11 @@ def _warnings(
 ) -> list[str]:
     """What the estimate says beside its figures, in the order the run's parts raise it."""
     warnings: list[str] = []
+    fixed = profile(work.trainer).fixed
+    if fixed:
+        # a trainer's fixed values replace what the plan said (core/trainers.py with_profile): say which
+        settings = ", ".join(f"{name} {str(value).lower()}" for name, value in fixed.items())
+        warnings.append(T.TRAINER_FIXED(trainer=work.trainer, settings=settings))
     if work.vision_tower == "trained":
         warnings.append(T.VISION_TRAINED)
     # benchmarks/allocator: a traced 48-step Yi-6B LoRA run with lengths drawn up to 8192 tokens, replayed through

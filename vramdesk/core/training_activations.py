@@ -17,6 +17,7 @@ from .gpu import GIB, MIB
 from .inventory import Tensor
 from .messages import Message, Text, join, text
 from .scenario import FinetuneWorkload
+from .trainers import profile
 from .training_state import Precision
 
 # what one layer keeps per token (the per-token rule's parts, joined with "; ")
@@ -199,6 +200,11 @@ def _layer_bytes_per_token(
     return float(total), join("; ", *parts)
 
 
+#: module names that read the same tensor in a decoder layer: the attention input (q, k, v) and the MLP input
+#: (gate, up)
+SHARED_INPUT = {"q_proj": "attn", "k_proj": "attn", "v_proj": "attn", "gate_proj": "mlp", "up_proj": "mlp"}
+
+
 @dataclass(frozen=True)
 class Activations:
     total: int
@@ -339,9 +345,15 @@ def _saved_per_layer(
     extras = _adapter_extras(work, adapted, adapter_bytes)
     inputs: dict[int, int] = {}
     merged: dict[int, int] = {}  # per layer: merged expert weights kept for backward
+    shared = profile(work.trainer).shared_adapter_inputs
+    seen: set[tuple[int, str]] = set()
     for t in adapted:
         if adapter_copy_bytes and t.layer is not None and t.part == "text":
-            inputs[t.layer] = inputs.get(t.layer, 0) + adapter_copy_bytes * t.shape[-1]
+            # (a trainer whose adapters take the layer's input as it is keeps one copy per input it reads)
+            key = (t.layer, SHARED_INPUT.get(t.name.removesuffix(".weight").rsplit(".", 1)[-1], t.name))
+            if not (shared and key in seen):
+                inputs[t.layer] = inputs.get(t.layer, 0) + adapter_copy_bytes * t.shape[-1]
+            seen.add(key)
         if t.layer is not None and t.part == "text" and len(t.shape) == 3:
             # experts stored as one (E, out, in) parameter (transformers 5): peft adapts the parameter itself,
             # builds W + B A for every expert in the forward and the grouped matmul keeps it for backward
@@ -461,11 +473,15 @@ class LossHead:
     elem_bytes: int = 4
 
 
-def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> LossHead:
+def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool, prec: Precision | None = None) -> LossHead:
     """Logits, log-softmax and their gradients as the model's loss code and the precision make them: fp32 in
     transformers' classes, 16-bit where a model's own loss keeps them so and DeepSpeed runs without autocast,
-    Gemma 2's soft-capping, or one chunk in 8 with chunked cross-entropy."""
+    Gemma 2's soft-capping, or one chunk in 8 with chunked cross-entropy; or as the trainer's own loss keeps them
+    (``work.trainer``'s profile: a fused 16-bit kernel, or LitGPT's 128-token chunks of lm_head and loss)."""
     b, s = work.micro_batch, work.seq_len
+    kind = profile(work.trainer).loss
+    if kind != "model":
+        return _trainer_loss(arch, work, kind, prec)
     loss = 12 * b * s * arch.vocab
     loss_fwd = 10 * b * s * arch.vocab
     fwd_text: str = LOSS_FORWARD
@@ -493,3 +509,30 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool) -> Lo
         fwd_text = CHUNKED_FORWARD
         loss_text = CHUNKED_BACKWARD(batch=b, seq=s, vocab=arch.vocab)
     return LossHead(loss, loss_fwd, loss_text, fwd_text, elem)
+
+
+FUSED_16BIT = Message(
+    "training.loss.fused_16bit",
+    "fused cross-entropy: the 16-bit logits (2 x batch {batch} x seq {seq} x vocab {vocab} B) kept for "
+    "backward, their gradient written into them",
+)
+CHUNKED_HEAD = Message(
+    "training.loss.chunked_head",
+    "lm_head and loss in 128-token chunks: each chunk keeps its log-softmax, {bytes} x batch {batch} x "
+    "seq {seq} x vocab {vocab} B in all",
+)
+
+
+def _trainer_loss(arch: Architecture, work: FinetuneWorkload, kind: str, prec: Precision | None) -> LossHead:
+    """The loss head of a trainer with its own loss: Unsloth's Fast_CrossEntropyLoss keeps the 16-bit logits and
+    writes their gradient in place; LitGPT's chunked lm_head and chunked_cross_entropy keep each 128-token
+    chunk's log-softmax (in the compute dtype, fp32 under autocast) and free its logits."""
+    b, s, v = work.micro_batch, work.seq_len, arch.vocab
+    if kind == "fused-16bit":
+        kept = 2 * b * s * v
+        text_ = FUSED_16BIT(batch=b, seq=s, vocab=v)
+        return LossHead(kept, kept, text_, text_, 2)
+    elem = 4 if prec is not None and (prec.amp or prec.weights == 4) else 2
+    kept = elem * b * s * v
+    text_ = CHUNKED_HEAD(bytes=elem, batch=b, seq=s, vocab=v)
+    return LossHead(kept, kept, text_, text_, elem)

@@ -15,6 +15,7 @@ from .dtype_names import FormatError
 from .lora import LoraTargetError, check_targets
 from .messages import Message, error_text, free
 from .scenario import FinetuneWorkload, Parallelism
+from .trainers import trainer_problem
 from .weight_format import WeightFormat, parse_weight_format
 
 if TYPE_CHECKING:
@@ -74,17 +75,32 @@ ZERO_WITH_PP = Message(
 )
 
 
-def check_plan(facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, base: str | WeightFormat = "auto") -> None:
+def check_plan(
+    facts: ModelFacts, work: FinetuneWorkload, par: Parallelism, base: str | WeightFormat = "auto", gpus: int = 1
+) -> None:
     """Refuse a fine-tuning plan that cannot run, with :class:`TrainingError` (or the weight format's own
     :class:`~vramdesk.core.dtype_names.FormatError` for a base it cannot store); return None when it can.
 
     ``base``: the frozen base's storage for LoRA / QLoRA, as :func:`~vramdesk.core.training.training_phases` takes
     it ("auto", a weight-format name, or the checkpoint's own quantised format). The rules run in the order the
     estimate has always applied them, so that a plan breaking two of them is told about the same one: the base
-    against the method, then the method against the model, then the parallelism."""
+    against the method, then the method against the model, then the parallelism, then the trainer (``gpus``: the
+    GPUs of the whole run)."""
     _check_base(facts, work, base)
     _check_method(facts, work, base)
     _check_parallelism(facts, par)
+    quantised = work.method == "qlora" or _quantised(base)
+    problem = trainer_problem(
+        work.trainer,
+        work.method,
+        fsdp=par.fsdp,
+        fsdp_version=par.fsdp_version,
+        zero=par.zero,
+        gpus=gpus,
+        quantised=quantised,
+    )
+    if problem is not None:
+        raise TrainingError(problem)
 
 
 def _quantised(base: str | WeightFormat) -> bool:

@@ -18,6 +18,7 @@ from .messages import Message, free, join, text
 from .optimizers import optimizer_bytes
 from .parallel import with_note
 from .scenario import FinetuneWorkload, Parallelism
+from .trainers import profile
 from .weight_format import WeightFormat, parse_weight_format
 
 if TYPE_CHECKING:
@@ -290,7 +291,8 @@ def _adapter_inputs(
         # FSDP's mixed precision (what accelerate sets for AMP) casts every unit, the adapters' too, to 16 bits
         # for the forward: the adapters see their inputs as they are
         lora_fp32_inputs = False
-    fsdp1 = par.fsdp and par.fsdp_version == 1
+    # (a trainer that wraps with use_orig_params=False keeps frozen weights in flat parameters without grad)
+    fsdp1 = par.fsdp and par.fsdp_version == 1 and not profile(work.trainer).fsdp_frozen_flat_params
     frozen_rule = work.precision in ("bf16", "fp16") or (amp_fp32 and not quantised)
     if (not quantised or fmt.kind == "gptq") and frozen_rule and not fsdp1:
         # (under FSDP1 with use_orig_params, as accelerate wraps PEFT models, a frozen weight is a view of a

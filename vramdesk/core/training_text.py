@@ -9,6 +9,10 @@ from .messages import Message, text
 
 # ------------------------------------------------------------------------------------------ components
 
+TRAINER_FIXED = Message(
+    "training.trainer.fixed",
+    "{trainer} has no setting for these and always runs with them, whatever the plan says: {settings}",
+)
 FROZEN_VISION = Message("training.weights.frozen_vision", "frozen vision tower {gib:.2f} GiB")
 DEEPSPEED_LORA_STATES = text(
     "training.states.deepspeed_lora",

@@ -12,11 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.config import JsonDict
 
 from .messages import Message
+from .trainers import TrainerName, with_profile
 
 Engine = Literal["transformers", "vllm", "llamacpp", "sglang"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
 SplitMode = Literal["layer", "row"]
+TransformersVersion = Literal["<=4.35", "4.36-4.44", ">=4.45", "5.x"]
 
 #: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
 MAX_TOKENS = 16 * 1024 * 1024
@@ -317,6 +319,27 @@ class InferenceWorkload(_Frozen):
         help="logits for every prompt position, as generate() did before transformers 4.45",
         group="hidden",
     )
+    #: the transformers release generate() runs as (its cache and rotary code); full_prompt_logits above still
+    #: asks for the prompt's logits in any of them
+    transformers_version: TransformersVersion = option(
+        "5.x",
+        label="transformers version",
+        help="The transformers release: before 4.36 generate() held the old and the new key/value tuples together "
+        "in every decode step; before 4.45 every attention layer kept its own rotary cos/sin tables and the logits "
+        "of the whole prompt",
+        group="inference",
+        choices={
+            "<=4.35": ("≤ 4.35", "Tuple cache: each decode step holds the old and the new keys and values (2 x KV)"),
+            "4.36-4.44": (
+                "4.36 - 4.44",
+                "DynamicCache; rotary cos/sin tables per layer at the model's longest context; logits for the "
+                "whole prompt",
+            ),
+            ">=4.45": ("≥ 4.45", "One rotary module per model, logits for the last prompt position only"),
+            "5.x": ("5.x", "As 4.45 and later (the default)"),
+        },
+        form={"when": {"engine": ["transformers"]}, "accessible": "transformers version"},
+    )
     #: transformers device_map="auto": accelerate's max_memory per GPU for the weights (GiB); what does not fit
     #: on the GPUs goes to CPU memory, then to disk. None = no cap (an even layer split)
     max_memory_gib: float | None = option(
@@ -388,6 +411,41 @@ SAVED_MODULES: dict[str, str] = {
 
 class FinetuneWorkload(_Frozen):
     kind: Literal["finetune"] = "finetune"
+    #: the training stack (core/trainers.py): its defaults where the plan does not say, its fixed behaviours always
+    trainer: TrainerName = option(
+        "hf",
+        label="T&rainer",
+        help="The training stack: its loss, checkpointing, adapter dtype and FSDP loading change memory; "
+        "its defaults fill what the plan does not set, and what it has no setting for is fixed",
+        group="finetune",
+        choices={
+            "hf": ("HF Trainer / TRL", "Hugging Face Trainer or TRL with PEFT (the default)"),
+            "torchtune": (
+                "torchtune",
+                "Chunked cross-entropy, adapters in the model's dtype, non-reentrant checkpointing per layer",
+            ),
+            "unsloth": (
+                "Unsloth",
+                "Fused cross-entropy on 16-bit logits; its checkpointing moves layer inputs to CPU memory",
+            ),
+            "litgpt": (
+                "LitGPT",
+                "Its own model and LoRA layers: 128-token chunks of lm_head and loss, adapters in the model's "
+                "dtype, no activation checkpointing",
+            ),
+            "fsdp-qlora": (
+                "fsdp_qlora (Answer.AI)",
+                "FSDP1 with checkpointing around whole decoder layers; low-memory loading leaves blocks cached",
+            ),
+            "axolotl": ("Axolotl", "HF Trainer underneath; Liger's fused loss only when enabled (chunked loss)"),
+            "llama-factory": (
+                "LLaMA-Factory",
+                "HF Trainer underneath; Liger's fused loss only when enabled (chunked loss)",
+            ),
+            "ms-swift": ("ms-swift", "HF Trainer underneath with PEFT"),
+        },
+        form={"accessible": "Trainer"},
+    )
     method: Method = option(
         "lora",
         label="Me&thod",
@@ -640,6 +698,11 @@ class FinetuneWorkload(_Frozen):
         },
         form={"accessible": "Vision tower"},
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trainer_profile(cls, data: Any) -> Any:
+        return with_profile(data) if isinstance(data, dict) else data
 
     @field_validator("modules_to_save")
     @classmethod

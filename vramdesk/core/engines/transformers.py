@@ -7,7 +7,7 @@ from math import ceil
 from typing import TYPE_CHECKING
 
 from .. import constants as K
-from ..architecture import Architecture, RecurrentState
+from ..architecture import Architecture, AttentionKind, LayerSpec, RecurrentState
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
@@ -85,6 +85,16 @@ DECODE_STEP = Message(
     "torch.cat of the largest layer's K or V at {tokens} tokens ({bytes:,} B)",
 )
 DYNAMIC_CACHE = Message("transformers.kv.dynamic_cache", "{kv} (DynamicCache grows with every token)")
+OLD_TUPLES = Message(
+    "transformers.decode.old_tuples",
+    "transformers <= 4.35: each decode step builds new key/value tuples with torch.cat while generate() still "
+    "holds the previous step's ({tokens} tokens), so two caches exist at the end of the step",
+)
+ROTARY_TABLES = Message(
+    "transformers.rotary_tables",
+    "transformers < 4.45: each of {layers} attention layers keeps its own rotary cos/sin tables for "
+    "{positions} positions x head dim {head_dim} x {c} B",
+)
 TP_AS_DEVICE_MAP = Message(
     "transformers.tp_as_device_map", "transformers: tensor parallelism is estimated as a device_map split of the layers"
 )
@@ -213,7 +223,7 @@ def _prefill_transient(ctx: Context, sub: Architecture, last: bool) -> Component
         (layer_b, PREFILL_LAYER.later(tokens=n, layer=layer_text), "activations")
     ]
     if last:
-        if work.full_prompt_logits:
+        if work.full_prompt_logits or work.transformers_version in PER_LAYER_ROTARY:
             logits_b = b * s_in * arch.vocab * (c + 4)
             logits_text: Explanation = ALL_LOGITS.later(batch=b, tokens=s_in, vocab=arch.vocab, c=c)
         else:
@@ -245,6 +255,48 @@ def _offloaded_layer(transit: int) -> list[Component]:
             )
         )
     return moving
+
+
+#: the releases whose attention layers each keep rotary cos/sin tables and whose generate() computes the logits of
+#: every prompt position (modeling_llama.py LlamaRotaryEmbedding._set_cos_sin_cache at max_position_embeddings
+#: in every LlamaAttention, until the rotary module moved to the model in 4.45)
+PER_LAYER_ROTARY = frozenset({"<=4.35", "4.36-4.44"})
+
+
+def _rotary_tables(ctx: Context, specs: Sequence[LayerSpec]) -> list[Component]:
+    """Per-layer rotary cos/sin tables of transformers < 4.45 (buffers in the load dtype, 2 x max_position x
+    head_dim each); none for newer releases, or without rotary attention layers."""
+    if ctx.work.transformers_version not in PER_LAYER_ROTARY or not ctx.arch.max_position:
+        return []
+    rotary = [sp for sp in specs if sp.attention in (AttentionKind.FULL, AttentionKind.SLIDING)]
+    if not rotary:
+        return []
+    c, positions = ctx.compute_bytes, ctx.arch.max_position
+    head_dim = max(sp.head_dim for sp in rotary)
+    total = sum(2 * positions * sp.head_dim * c for sp in rotary)
+    return [
+        Component(
+            name="rotary tables",
+            bytes=total,
+            category="activations",
+            explain=ROTARY_TABLES.later(layers=len(rotary), positions=positions, head_dim=head_dim, c=c),
+        )
+    ]
+
+
+def _old_tuples(ctx: Context, kv_before: KvPlan) -> list[Component]:
+    """transformers <= 4.35: the previous step's key/value tuples, alive until generate() takes the new ones."""
+    if ctx.work.transformers_version != "<=4.35":
+        return []
+    tokens = ctx.input_len + ctx.work.output_len - 1
+    return [
+        Component(
+            name="previous KV tuples",
+            bytes=kv_before.kv_bytes,
+            category="kv_cache",
+            explain=OLD_TUPLES.later(tokens=tokens),
+        )
+    ]
 
 
 def _decode_transient(ctx: Context, kv_end: KvPlan, last: bool) -> Component:
@@ -314,7 +366,7 @@ def _transformers_gpu(
     state = _linear_state(kv_end, b)
     sub = arch.model_copy(update={"layers": specs}) if split and specs else arch
     prefill_transient = _prefill_transient(ctx, sub, last)
-    moving = _offloaded_layer(transit)
+    moving = [*_offloaded_layer(transit), *_rotary_tables(ctx, specs)]
     prefill = [
         weights,
         kv_component(kv_pre.kv_bytes, kv_pre.explain),
@@ -325,9 +377,27 @@ def _transformers_gpu(
         *moving,
     ]
     decode_transient = _decode_transient(ctx, kv_end, last)
-    decode = [weights, kv_component(kv_end.kv_bytes, kv_end.explain), *state, decode_transient, ws, *kernel, *moving]
+    old_tuples: list[Component] = []
+    if work.transformers_version == "<=4.35" and s_out > 0:
+        kv_prev = plan_kv(
+            arch, ENGINE, tokens=total_tokens - 1, seqs=b, kv_bits=ctx.kv_bits, compute_bytes=c, layers=own
+        )
+        old_tuples = _old_tuples(ctx, kv_prev)
+    decode = [
+        weights,
+        kv_component(kv_end.kv_bytes, kv_end.explain),
+        *old_tuples,
+        *state,
+        decode_transient,
+        ws,
+        *kernel,
+        *moving,
+    ]
 
-    phases = [Phase(name="load", components=tuple(load)), Phase(name="prefill", components=tuple(prefill))]
+    phases = [
+        Phase(name="load", components=(*load, *_rotary_tables(ctx, specs))),
+        Phase(name="prefill", components=tuple(prefill)),
+    ]
     if s_out > 0:
         phases.append(Phase(name="decode", components=tuple(decode)))
     return phases, kv_end
