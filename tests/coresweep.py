@@ -14,6 +14,7 @@ from qwen1config import QWEN7B
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.messages import error_text
+from vramdesk.core.optimizers import NEEDS_FULL
 from vramdesk.core.performance import PerformanceError, performance
 from vramdesk.core.scenario import Optimizer, Scenario
 from vramdesk.core.solve import SolveError, maximize
@@ -99,6 +100,7 @@ FINETUNE = [
     S(Q4, "H100 SXM", kind="finetune", method=method, optimizer=opt)
     for method in ("full", "lora", "qlora")
     for opt in get_args(Optimizer)
+    if method == "full" or opt not in NEEDS_FULL
 ] + [
     S(Q4, "RTX 4090", kind="finetune", method="full", precision=p, grad_checkpointing=False)
     for p in ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16")

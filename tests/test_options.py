@@ -11,8 +11,8 @@ import pytest
 
 from vramdesk import cli
 from vramdesk.core import scenario as sc
+from vramdesk.core.engine_options import SglangOptions
 from vramdesk.core.options import Option, by_flag, option, options
-from vramdesk.core.workloads import SglangOptions
 from vramdesk.ui import i18n
 from vramdesk.ui.presenter import FormValues, form_from_scenario, scenario_from_form
 

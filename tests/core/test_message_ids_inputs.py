@@ -171,6 +171,8 @@ def _scenario_errors() -> list[Text]:
         {**base, "workload": {"kind": "finetune", "modules_to_save": ["foo"]}},
         {**base, "workload": {"kind": "finetune", "seq_len": 100, "mean_seq_len": 200}},
         {**base, "workload": {"kind": "finetune", "method": "full", "lora_bias": "all"}},
+        {**base, "workload": {"kind": "finetune", "method": "lora", "optimizer": "galore-adamw"}},
+        {**base, "workload": {"kind": "finetune", "method": "full", "optimizer": "lomo", "grad_accum": 4}},
         {**base, "name": "x" * 300},
     ]
     out = []

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from vramdesk.core.engine_options import SglangOptions
 from vramdesk.core.engines.sglang import memory_settings
 from vramdesk.core.estimate import estimate
 from vramdesk.core.gpu import MIB
 from vramdesk.core.messages import Text
 from vramdesk.core.result import Estimate
 from vramdesk.core.scenario import Scenario
-from vramdesk.core.workloads import SglangOptions
 from vramdesk.services.catalog import default_catalog
 
 CAT = default_catalog()

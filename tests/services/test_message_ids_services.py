@@ -36,7 +36,9 @@ import vramdesk.services.local
 import vramdesk.services.nvml as nv
 import vramdesk.services.resolve
 import vramdesk.services.search
+import vramdesk.services.trace  # noqa: F401 (its ids have Chinese in this area's table; tests/services/test_trace.py checks its texts)
 import vramdesk.storage.library
+import vramdesk.storage.measurement  # noqa: F401 (its ids have Chinese in this area's table; tests/storage checks its texts)
 import vramdesk.storage.scenarios
 from vramdesk.core.gpu import GIB, MIB
 from vramdesk.core.messages import MESSAGES, Message, Text, fields

@@ -17,6 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from .engine_options import SglangOptions
 from .scenario import (
     FinetuneWorkload,
     Hardware,
@@ -26,7 +27,6 @@ from .scenario import (
     Scenario,
     VllmOptions,
 )
-from .workloads import SglangOptions
 
 Kind = Literal["bool", "int", "float", "choice", "text", "list"]
 

@@ -10,9 +10,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .engine_options import MAX_TOKENS, LlamaCppOptions, SplitMode, VllmOptions
 from .messages import Message
+from .option_decl import _Frozen, option
 from .workloads import (
-    MAX_TOKENS,
     SAVED_MODULES,
     AdapterDtype,
     Attention,
@@ -21,18 +22,13 @@ from .workloads import (
     FsdpStrategy,
     InferenceWorkload,
     KvDtypeName,
-    LlamaCppOptions,
     LoraBias,
     Method,
     Offload,
     Optimizer,
-    SplitMode,
     TrainPrecision,
     VisionTower,
-    VllmOptions,
     Workload,
-    _Frozen,
-    option,
 )
 
 SCHEMA_VERSION = 1

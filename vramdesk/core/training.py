@@ -30,7 +30,8 @@ from .gpu import GIB, MIB
 from .inventory import Tensor
 from .lora import lora_parameters
 from .messages import join
-from .optimizers import optimizer_bytes
+from .optimizers import IN_BACKWARD, optimizer_bytes
+from .optimizers.in_backward import IN_BACKWARD_SHARDED, ONE_GRADIENT, in_backward_step
 from .parallel import (
     DEEPSPEED_FLAT_TEXT,
     DEEPSPEED_FUSED_TEXT,
@@ -49,7 +50,7 @@ from .result import Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import profile
 from .training_activations import GPTQ_KEPT, Activations, LossHead, activations, loss_head
-from .training_plan import check_plan
+from .training_plan import TrainingError, check_plan
 from .training_state import Trained, precision, what_trains
 from .training_transients import comp, largest_cached_block, matmul_transients, step_new_segments
 from .weight_format import WeightFormat
@@ -89,6 +90,8 @@ def training_phases(
     ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them.
     A plan that cannot run is refused first, by :func:`~vramdesk.core.training_plan.check_plan`."""
     check_plan(facts, work, par, base_weights, gpu_count)
+    if _in_backward(work) and (par.zero or par.fsdp):
+        raise TrainingError(IN_BACKWARD_SHARDED(optimizer=work.optimizer))
     model = _model_tensors(facts, work)
     # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
     # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
@@ -103,6 +106,8 @@ def training_phases(
     if model.vision_frozen:
         per.notes.insert(0, T.FROZEN_VISION(gib=model.vision_frozen / GIB))
     parts = _components(work, par, tr, (acts, head), sh, states, per)
+    if _in_backward(work):
+        parts = _one_gradient(work, tr, parts, model)
     transients = _transients(facts, work, par, tr, sh, acts, model.text)
     grads = _gradient_moments(work, par, tr, sh, states, per, parts.gradients, model.text)
     phases = _phases(facts.arch, work, par, tr, acts, parts, transients, grads, (sh, per), model)
@@ -168,12 +173,18 @@ def _trained_count(tr: Trained) -> int:
 
 
 def _optimizer_states(
-    work: FinetuneWorkload, par: Parallelism, tr: Trained, deepspeed: bool
+    work: FinetuneWorkload, par: Parallelism, tr: Trained, deepspeed: bool, model: _Model
 ) -> tuple[int, int, str, str]:
     """(state bytes, step temporary bytes, their explanations) of what trains, before any sharding."""
     p, st = tr.params, tr.storage
     states, temp, s_text, t_text = optimizer_bytes(
-        work.optimizer, p.trainable, st.state_element_bytes, p.largest_tensor_elements, p.matrix_shapes
+        work.optimizer,
+        p.trainable,
+        st.state_element_bytes,
+        p.largest_tensor_elements,
+        p.matrix_shapes,
+        model.text if work.method == "full" else (),
+        (work.projection_rank, work.projection_gap),
     )
     states += st.other_state_bytes
     temp += st.other_step_temp_bytes
@@ -192,11 +203,19 @@ def _model_states(work: FinetuneWorkload, par: Parallelism, tr: Trained, deepspe
         client = (
             None
             if work.optimizer in ("adamw", "adamw-fused")
-            else optimizer_bytes(work.optimizer, model.all_params, 4, p.largest_tensor_elements, p.matrix_shapes)
+            else optimizer_bytes(
+                work.optimizer,
+                model.all_params,
+                4,
+                p.largest_tensor_elements,
+                p.matrix_shapes,
+                model.text,
+                (work.projection_rank, work.projection_gap),
+            )
         )
         ds = deepspeed_states(model.all_params, par.zero, client)
         return replace(ds, weights=ds.weights + model.vision_frozen)
-    states, temp, s_text, t_text = _optimizer_states(work, par, tr, deepspeed)
+    states, temp, s_text, t_text = _optimizer_states(work, par, tr, deepspeed, model)
     return ModelStates(
         weights=tr.storage.base_weight_bytes + tr.storage.adapter_weight_bytes + model.vision_frozen,
         grads=tr.storage.gradient_bytes,
@@ -206,6 +225,33 @@ def _model_states(work: FinetuneWorkload, par: Parallelism, tr: Trained, deepspe
         states_text=s_text,
         temp_text=t_text,
     )
+
+
+# ------------------------------------------------------------------------------------------ optimizer in backward
+
+
+def _in_backward(work: FinetuneWorkload) -> bool:
+    """Each parameter stepped in its gradient hook (torchtune optimizer_in_bwd, layer-wise GaLore, LOMO)."""
+    return work.optimizer_in_backward or work.optimizer in IN_BACKWARD
+
+
+def _one_gradient(work: FinetuneWorkload, tr: Trained, parts: _Parts, model: _Model) -> _Parts:
+    """The gradients and step temporaries when the step runs in the backward, one parameter at a time."""
+    p, st = tr.params, tr.storage
+    grad_bytes = round(st.gradient_bytes / max(1, _trained_count(tr)))
+    largest = max([p.largest_tensor_elements] + [n for _, n in p.saved_copies])
+    tensor = max(model.text, key=lambda t: t.numel) if work.method == "full" else None
+    count, temp = in_backward_step(
+        work.optimizer,
+        largest,
+        st.state_element_bytes,
+        tensor,
+        (work.projection_rank, work.projection_gap),
+    )
+    gradients = comp("gradients", count * largest * grad_bytes, "gradients", ONE_GRADIENT(count=count))
+    old = parts.step_temporaries
+    step = comp(old.name, temp, old.category, old.explain)
+    return replace(parts, gradients=gradients, step_temporaries=step)
 
 
 # ------------------------------------------------------------------------------------------ activations
@@ -582,6 +628,10 @@ def _phases(
     # checkpoints, this is the peak of the backward (traced: a GPTQ LoRA step peaks here, at the unpacking of the
     # first layer's last matrix)
     c_later, c_first = _first_layer(work, tr, acts, per, sh, model.text)
+    if _in_backward(work):
+        # the later layers' gradients are already stepped and freed: one parameter's gradient and its step
+        c_later = c_grads
+        unpack = (*unpack, parts.step_temporaries)
     phases.append(
         Phase(
             name="backward (first layer)",

@@ -1,5 +1,5 @@
-"""The workloads a scenario names, inference (and each engine's own settings) or fine-tuning, and
-:func:`option`, the one declaration of every setting a user chooses (read back by ``vramdesk.core.options``).
+"""The workloads a scenario names, inference or fine-tuning (each engine's own settings in
+:mod:`.engine_options`; every setting declared with :func:`~.option_decl.option`).
 
 The order of the declarations is the order of the window's form, the command line's help and saved files.
 """
@@ -8,20 +8,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.config import JsonDict
+from pydantic import Field, field_validator, model_validator
 
+from .engine_options import MAX_TOKENS, LlamaCppOptions, SglangOptions, VllmOptions
 from .messages import Message
+from .option_decl import _Frozen, option
 from .trainers import TrainerName, with_profile
 
 Engine = Literal["transformers", "vllm", "llamacpp", "sglang"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
-SplitMode = Literal["layer", "row"]
 TransformersVersion = Literal["<=4.35", "4.36-4.44", ">=4.45", "5.x"]
 
-#: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
-MAX_TOKENS = 16 * 1024 * 1024
 
 UNKNOWN_SAVED_MODULE = Message(
     "input.modules_to_save.unknown",
@@ -32,210 +30,19 @@ MEAN_ABOVE_MAX = Message(
     "mean_seq_len {mean} is longer than seq_len {seq_len}: seq_len is the longest batch, mean_seq_len the average "
     "of the varying ones",
 )
+FULL_ONLY_OPTIMIZER = Message(
+    "input.optimizer_full_only",
+    "optimizer {optimizer} projects or partitions the matrices of the model: it needs a full fine-tune ('full'), "
+    "not '{method}'",
+)
+IN_BACKWARD_ACCUM = Message(
+    "input.optimizer_in_backward_accumulation",
+    "{what} steps each parameter in the backward and frees its gradient: gradient accumulation ({steps}) must be 1",
+)
 ADAPTERS_ONLY = Message(
     "input.adapter_options_with_full",
     "modules_to_save and lora_bias apply to LoRA / QLoRA; a full fine-tune already trains every module",
 )
-
-
-def option(
-    default: Any,
-    *,
-    label: str,
-    help: str,
-    group: str,
-    flag: str | None = None,
-    shown: str | None = None,
-    choices: dict[str, tuple[str, str]] | None = None,
-    form: JsonDict | None = None,
-    **bounds: Any,
-) -> Any:
-    """One setting a user chooses, declared once: its default and bounds (pydantic's ``ge`` / ``gt`` / ``le`` /
-    ``lt``) and what the command line, the form and the comparison show for it (``vramdesk.core.options`` reads
-    these back as the option table).
-
-    ``label``: the form's label (``&`` marks the keyboard shortcut); ``help``: the tooltip and the command line's
-    help; ``group``: the form box it sits in ("model", "inference", "vllm", "llamacpp", "sglang", "device_map",
-    "finetune", "hardware"; "hidden" = scripts and saved files only); ``flag``: the long option when it is not the
-    field's name (``--gpus`` for ``gpu_count``); ``shown``: the default in words when it is None ("auto", "all");
-    ``choices``: value -> (label, tip) for a choice the form names in words (a tip for each value it offers);
-    ``form``: how the form's widget shows it (``values``: the values it offers, in its order; ``step``,
-    ``decimals``, ``minimum``, ``prefix``, ``suffix``; ``special``: the text at the minimum; ``readout``: a
-    "largest that fits" label beside it; ``beside``: shown on the row of that option; ``accessible``: the name a
-    screen reader says; ``each``: a name per value of a list). Every text is English; the window translates it.
-    The order of the declarations is the order of the form and of the command line's help."""
-    named: JsonDict = {str(k): [label_, tip] for k, (label_, tip) in (choices or {}).items()}
-    extra: JsonDict = {"group": group, "flag": flag, "shown": shown, "choices": named, "form": form or {}}
-    return Field(default, title=label, description=help, json_schema_extra=extra, **bounds)
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class VllmOptions(_Frozen):
-    gpu_memory_utilization: float = option(
-        0.9,
-        gt=0.0,
-        le=1.0,
-        label="GPU memory utilization",
-        help="Fraction of the GPU's memory vLLM takes for weights, activations and the KV pool",
-        group="vllm",
-        form={"minimum": 0.05, "step": 0.05, "decimals": 2},
-    )
-    max_num_seqs: int = option(
-        256,
-        ge=1,
-        le=65536,
-        label="Max sequences",
-        help="Most sequences scheduled at once (--max-num-seqs)",
-        group="vllm",
-    )
-    #: tokens per scheduler step; None = vLLM's default for its V1 engine (8192, at least max_model_len
-    #: when chunked prefill is off)
-    max_num_batched_tokens: int | None = option(
-        None,
-        ge=1,
-        le=MAX_TOKENS,
-        label="Max batched tokens",
-        help="vLLM: tokens per scheduler step",
-        group="hidden",
-        shown="8192",
-    )
-    #: None = the plan's input + output (what --max-model-len should be set to for this plan); vLLM's own default
-    #: is the model's context (max_position_embeddings), which the estimate checks and warns about
-    max_model_len: int | None = option(
-        None,
-        ge=1,
-        le=MAX_TOKENS,
-        label="Max model length",
-        help="vLLM: the longest request it accepts (--max-model-len); its start-up check needs room for one request "
-        "this long. Auto = this plan's input + output (vLLM's own default is the model's context)",
-        group="vllm",
-        shown="plan",
-    )
-    enforce_eager: bool = option(
-        False,
-        label="enforce eager (no CUDA graphs)",
-        help="Skips CUDA graph capture: less memory, slower decoding",
-        group="vllm",
-    )
-    block_size: int = option(
-        16, ge=1, le=1024, label="Block size", help="vLLM: tokens per KV cache page", group="hidden"
-    )
-
-
-class SglangOptions(_Frozen):
-    #: None = SGLang's own rule (server_args.py ``_handle_gpu_memory_settings``): the GPU's memory less an allowance
-    #: for activations, CUDA graphs and parallel buffers
-    mem_fraction_static: float | None = option(
-        None,
-        gt=0.0,
-        le=1.0,
-        label="Static memory fraction",
-        help="Fraction of the GPU's free memory SGLang takes up front for the weights and the KV token pool "
-        "(--mem-fraction-static); auto = SGLang's rule from the GPU's memory, the prefill chunk and the CUDA-graph "
-        "batch size",
-        group="sglang",
-        shown="auto",
-        form={"minimum": 0.05, "step": 0.01, "decimals": 3},
-    )
-    #: None = SGLang's default for the GPU's memory (2,048 tokens below 35 GiB, 4,096 below 60 GiB, 8,192 below
-    #: 160 GiB, else 16,384)
-    chunked_prefill_size: int | None = option(
-        None,
-        ge=1,
-        le=MAX_TOKENS,
-        label="Chunked prefill",
-        help="Prompt tokens one prefill step takes (--chunked-prefill-size); auto = SGLang's default for the GPU's "
-        "memory",
-        group="sglang",
-        shown="auto",
-        form={"step": 1024, "suffix": " tokens"},
-    )
-    #: None = SGLang's default for the GPU's memory and TP (8 to 512)
-    cuda_graph_max_bs: int | None = option(
-        None,
-        ge=1,
-        le=4096,
-        label="CUDA-graph batch",
-        help="Largest decode batch SGLang captures as a CUDA graph (--cuda-graph-max-bs); auto = SGLang's default "
-        "for the GPU's memory and tensor parallel size",
-        group="sglang",
-        shown="auto",
-        form={"step": 8, "accessible": "Largest CUDA-graph batch size"},
-    )
-    disable_cuda_graph: bool = option(
-        False,
-        label="disable CUDA graphs",
-        help="SGLang --disable-cuda-graph: no graph capture, less memory outside the static fraction, slower decoding",
-        group="sglang",
-    )
-
-
-class LlamaCppOptions(_Frozen):
-    #: layers offloaded to the GPU; None = all of them (-ngl 999)
-    n_gpu_layers: int | None = option(
-        None,
-        ge=0,
-        le=100000,
-        label="GPU layers",
-        help="Layers on the GPU (-ngl); all = every layer, the rest run from CPU memory",
-        group="llamacpp",
-        shown="all",
-    )
-    #: MoE models: the routed-expert tensors of the first N layers stay in host memory while the rest of those
-    #: layers (attention, router, shared expert) and their KV cache stay on the GPU (llama.cpp's --n-cpu-moe);
-    #: N at least the layer count keeps every layer's experts there, which is llama.cpp's --cpu-moe (its pattern
-    #: names the same tensors of every layer). 0 = none. One number rather than a second switch: both llama.cpp
-    #: flags place the same tensors, and a plan or a comparison then has one setting for it
-    n_cpu_moe: int = option(
-        0,
-        ge=0,
-        le=100000,
-        label="MoE experts in CPU memory",
-        help="MoE models: the expert tensors of the first N layers stay in CPU memory (--n-cpu-moe); a number at "
-        "least the layer count keeps them all there (--cpu-moe)",
-        group="llamacpp",
-        form={"special": "none", "suffix": " layers", "accessible": "Layers whose MoE experts stay in CPU memory"},
-    )
-    n_ubatch: int = option(
-        512,
-        ge=1,
-        le=MAX_TOKENS,
-        label="Micro-batch",
-        help="Physical batch (-ub): sizes the compute buffer",
-        group="llamacpp",
-        form={"step": 128},
-    )
-    #: several GPUs: "layer" divides the layers between them (the default); "row" splits every weight matrix by
-    #: rows over all of them and keeps the KV cache and the compute buffer on the main GPU
-    split_mode: SplitMode = option(
-        "layer",
-        label="Split mode",
-        help="How several GPUs share the model (--split-mode)",
-        group="llamacpp",
-        choices={
-            "layer": ("layers", "Each GPU holds whole layers and their KV cache (the default)"),
-            "row": (
-                "rows",
-                "Every matrix is split by rows over the GPUs; the KV cache and the compute buffer stay on the main GPU",
-            ),
-        },
-        form={"when": {"gpu_count": ">1"}, "accessible": "llama.cpp split mode"},
-    )
-    flash_attn: bool = option(
-        True,
-        label="flash attention (-fa)",
-        help="Smaller compute buffer; also allows a quantized V cache",
-        group="llamacpp",
-    )
-    swa_full: bool = option(
-        False,
-        label="full SWA cache",
-        help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
-        group="hidden",
-    )
 
 
 #: the attention implementation, the same option in both workloads
@@ -388,7 +195,21 @@ Optimizer = Literal[
     "sgd",
     "adafactor",
     "lion",
+    "galore-adamw",
+    "galore-adamw-8bit",
+    "apollo",
+    "apollo-mini",
+    "adam-mini",
+    "adamw-torchao-8bit",
+    "adamw-torchao-4bit",
+    "adamw-torchao-fp8",
+    "lomo",
+    "adalomo",
 ]
+#: optimizers that project or partition a full model's tensors (core/optimizers NEEDS_FULL), and those fused into
+#: the backward by their own code (IN_BACKWARD)
+_FULL_ONLY = ("galore-adamw", "galore-adamw-8bit", "apollo", "apollo-mini", "adam-mini")
+_FUSED = ("lomo", "adalomo")
 TrainPrecision = Literal["bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"]
 LoraBias = Literal["none", "all", "lora_only"]
 AdapterDtype = Literal["fp32", "base"]
@@ -523,7 +344,72 @@ class FinetuneWorkload(_Frozen):
             "sgd": ("sgd", "SGD with momentum: one state per trainable parameter"),
             "adafactor": ("adafactor", "Adafactor: factored second moments, much smaller than Adam's"),
             "lion": ("lion", "Lion: one momentum state per trainable parameter"),
+            "galore-adamw": (
+                "galore-adamw",
+                "GaLore AdamW (galore-torch): Adam moments of a low-rank projection of each layer matrix's "
+                "gradient, refreshed by an SVD; full fine-tuning only",
+            ),
+            "galore-adamw-8bit": (
+                "galore-adamw-8bit",
+                "GaLore with bitsandbytes 8-bit moments of the projected gradients; full fine-tuning only",
+            ),
+            "apollo": (
+                "apollo",
+                "APOLLO (apollo-torch): Adam moments of a random low-rank projection, used only to scale the "
+                "gradient per channel; full fine-tuning only",
+            ),
+            "apollo-mini": (
+                "apollo-mini",
+                "APOLLO-Mini: a rank-1 random projection with one scale per tensor; full fine-tuning only",
+            ),
+            "adam-mini": (
+                "adam-mini",
+                "Adam-mini: Adam's first moment, and one second-moment value per head, row or norm instead "
+                "of one per parameter; full fine-tuning only",
+            ),
+            "adamw-torchao-8bit": ("adamw-torchao-8bit", "torchao AdamW8bit: two 8-bit states, a scale per 256"),
+            "adamw-torchao-4bit": ("adamw-torchao-4bit", "torchao AdamW4bit: two 4-bit states, a scale per 128"),
+            "adamw-torchao-fp8": ("adamw-torchao-fp8", "torchao AdamWFp8: two FP8 states, a scale per 256"),
+            "lomo": (
+                "lomo",
+                "LOMO (lomo-optim): SGD fused into the backward, no states, one gradient alive at a time",
+            ),
+            "adalomo": (
+                "adalomo",
+                "AdaLomo: LOMO with factored fp32 second moments, fused into the backward",
+            ),
         },
+    )
+    projection_rank: int = option(
+        128,
+        ge=1,
+        le=65536,
+        label="Projection rank",
+        help="GaLore / APOLLO rank r: the projected gradient and its moments are r x the longer side of each "
+        "matrix (APOLLO-Mini is always rank 1)",
+        group="finetune",
+        form={"when": {"optimizer": ["galore-adamw", "galore-adamw-8bit", "apollo"]}},
+    )
+    projection_gap: int = option(
+        200,
+        ge=1,
+        le=1_000_000,
+        label="Projection refresh",
+        help="GaLore / APOLLO update_proj_gap: steps between two projections (SVD or random); a step that "
+        "refreshes it holds the SVD's temporaries",
+        group="finetune",
+        form={
+            "when": {"optimizer": ["galore-adamw", "galore-adamw-8bit", "apollo", "apollo-mini"]},
+            "prefix": "every ",
+            "suffix": " steps",
+        },
+    )
+    optimizer_in_backward: bool = option(
+        False,
+        label="optimizer in backward",
+        help="Each parameter is stepped in its gradient hook and its gradient freed (torchtune optimizer_in_bwd, "
+        "HF Trainer's layer-wise GaLore): one gradient at a time instead of all; no gradient accumulation",
+        group="finetune",
     )
     precision: TrainPrecision = option(
         "bf16",
@@ -720,6 +606,16 @@ class FinetuneWorkload(_Frozen):
     def _mean_below_max(self) -> FinetuneWorkload:
         if self.mean_seq_len is not None and self.mean_seq_len > self.seq_len:
             raise ValueError(MEAN_ABOVE_MAX(mean=self.mean_seq_len, seq_len=self.seq_len))
+        return self
+
+    @model_validator(mode="after")
+    def _optimizer_fits(self) -> FinetuneWorkload:
+        if self.optimizer in _FULL_ONLY and self.method != "full":
+            raise ValueError(FULL_ONLY_OPTIMIZER(optimizer=self.optimizer, method=self.method))
+        in_backward = self.optimizer_in_backward or self.optimizer in _FUSED
+        if in_backward and self.grad_accum > 1:
+            what = self.optimizer if self.optimizer in _FUSED else "optimizer_in_backward"
+            raise ValueError(IN_BACKWARD_ACCUM(what=what, steps=self.grad_accum))
         return self
 
     @model_validator(mode="after")

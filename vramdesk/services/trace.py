@@ -44,8 +44,21 @@ NOT_TRANSFORMERS = Message("trace.plan.engine", "the trace runs transformers; th
 ONE_GPU = Message("trace.plan.one_gpu", "the trace runs one GPU's share; this plan spreads over {gpus} GPUs")
 METHOD = Message("trace.plan.method", "the trace runs full fine-tuning and LoRA; this plan uses {method}")
 OPTIMIZER = Message(
-    "trace.plan.optimizer", "the trace runs adamw, adamw-fused, adamw-forloop, sgd or adafactor, not {optimizer}"
+    "trace.plan.optimizer",
+    "the trace runs galore-adamw, apollo, apollo-mini, adam-mini, adamw, adamw-fused, adamw-forloop, sgd or "
+    "adafactor, not {optimizer}",
 )
+#: optimizers the child builds (vramdesk/tracing/child.py make_optimizer); the last four from their own packages
+TRACED_OPTIMIZERS: tuple[str, ...] = (
+    "adamw",
+    "adamw-fused",
+    "adamw-forloop",
+    "sgd",
+    "adafactor",
+    "galore-adamw",
+    "apollo",
+)
+TRACED_OPTIMIZERS += ("apollo-mini", "adam-mini")
 WEIGHTS = Message("trace.plan.weights", "the trace runs unquantised bf16 / fp16 / fp32 weights, not {weights}")
 DECODE_RANGE = Message("trace.plan.decode_steps", "decode steps must be between 1 and the output length {output_len}")
 WORKSPACE_NOTE = Message(
@@ -120,6 +133,10 @@ def trace_request(scenario: Scenario, config: dict[str, Any], decode_steps: int 
         }
     else:
         plan = _training_plan(work, attention)
+        # Adam-mini's partition of queries and keys by head (Adam_mini(dim=, n_heads=, n_kv_heads=))
+        heads = config.get("num_attention_heads")
+        plan["model_dims"] = {"dim": config.get("hidden_size"), "n_heads": heads}
+        plan["model_dims"]["n_kv_heads"] = config.get("num_key_value_heads", heads)
         _dtype(scenario, config)  # a quantised base is refused here too
     return {"config": config, "plan": plan}
 
@@ -127,7 +144,7 @@ def trace_request(scenario: Scenario, config: dict[str, Any], decode_steps: int 
 def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
     if work.method not in ("full", "lora"):
         raise TraceRunError(METHOD(method=work.method))
-    if work.optimizer not in ("adamw", "adamw-fused", "adamw-forloop", "sgd", "adafactor"):
+    if work.optimizer not in TRACED_OPTIMIZERS or work.optimizer_in_backward:
         raise TraceRunError(OPTIMIZER(optimizer=work.optimizer))
     plan: dict[str, Any] = {
         "mode": "finetune",
@@ -136,6 +153,8 @@ def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
         "seq_len": work.seq_len,
         "precision": work.precision,
         "optimizer": work.optimizer,
+        "projection_rank": work.projection_rank,
+        "projection_gap": work.projection_gap,
         "grad_checkpointing": work.grad_checkpointing,
         "attention": attention,
     }

@@ -331,8 +331,61 @@ def decay_param_groups(params_named: Sequence[tuple[str, Any]]) -> list[dict[str
     ]
 
 
-def make_optimizer(name: str, groups: list[dict[str, Any]]) -> Any:
+#: optimizer -> (the package that ships it, the name pip installs it by)
+OPTIMIZER_PACKAGES = {
+    "galore-adamw": ("galore_torch", "galore-torch"),
+    "apollo": ("apollo_torch", "apollo-torch"),
+    "apollo-mini": ("apollo_torch", "apollo-torch"),
+    "adam-mini": ("adam_mini", "adam-mini"),
+}
+
+
+def _import_optimizer_package(name: str) -> Any:
+    import importlib
+
+    module, pip_name = OPTIMIZER_PACKAGES[name]
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise RefusedError(f"{pip_name} is not installed in that Python: pip install {pip_name}") from err
+
+
+def projected_groups(named: Sequence[tuple[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """GaLore's / APOLLO's examples (torchrun_main.py): the nn.Linear weights of modules named attn / mlp in one
+    group with the projection's settings, every other parameter in a plain group."""
+    name = str(plan.get("optimizer"))
+    rank = 1 if name == "apollo-mini" else int(plan.get("projection_rank", 128))
+    proj = [p for n, p in named if ("attn" in n or "mlp" in n) and p.dim() == 2]
+    ids = {id(p) for p in proj}
+    rest = [p for _, p in named if id(p) not in ids]
+    group: dict[str, Any] = {"params": proj, "rank": rank, "update_proj_gap": int(plan.get("projection_gap", 200))}
+    group.update(scale=0.25, proj_type="std")
+    if name.startswith("apollo"):
+        group.update(proj="random", scale_type="tensor" if name == "apollo-mini" else "channel")
+        group["scale"] = 128.0 if name == "apollo-mini" else 1.0
+    return [g for g in ({"params": rest}, group) if g["params"]]
+
+
+def make_optimizer(name: str, named: Sequence[tuple[str, Any]], plan: dict[str, Any] | None = None) -> Any:
+    """The optimizer over the trainable ``named`` parameters, built as its own package's examples build it."""
     okw: dict[str, Any] = {"lr": 1e-4, "betas": (0.9, 0.999), "eps": 1e-8}
+    if name in OPTIMIZER_PACKAGES:
+        package = _import_optimizer_package(name)
+        if name == "adam-mini":
+            cfg = (plan or {}).get("model_dims", {})
+            return package.Adam_mini(
+                named_parameters=list(named),
+                lr=1e-4,
+                dim=int(cfg.get("dim", 2048)),
+                n_heads=int(cfg.get("n_heads", 32)),
+                n_kv_heads=cfg.get("n_kv_heads"),
+                verbose=False,
+            )
+        groups = projected_groups(named, plan or {"optimizer": name})
+        if name == "galore-adamw":
+            return package.GaLoreAdamW(groups, lr=1e-4)
+        return package.APOLLOAdamW(groups, lr=1e-4)
+    groups = decay_param_groups(named)
     if name == "sgd":
         return torch.optim.SGD(groups, lr=1e-4, momentum=0.9, foreach=True)
     if name == "adafactor":
@@ -345,7 +398,10 @@ def make_optimizer(name: str, groups: list[dict[str, Any]]) -> Any:
         return torch.optim.AdamW(groups, fused=True, **okw)
     if name in ("adamw-forloop", "adamw-torch"):
         return torch.optim.AdamW(groups, foreach=False, **okw)
-    raise RefusedError(f"optimizer {name!r} is not traced (adamw, adamw-fused, adamw-forloop, sgd or adafactor)")
+    raise RefusedError(
+        f"optimizer {name!r} is not traced (adamw, adamw-fused, adamw-forloop, sgd, adafactor, galore-adamw, "
+        "apollo, apollo-mini or adam-mini)"
+    )
 
 
 def label_weights(tracker: AllocTracker, model: Any) -> tuple[int, int]:
@@ -481,7 +537,7 @@ def run_training(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tuple
     model.train()
     counts = label_weights(tracker, model)
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    opt = make_optimizer(str(plan.get("optimizer", "adamw")), decay_param_groups(trainable))
+    opt = make_optimizer(str(plan.get("optimizer", "adamw")), trainable, plan)
     skip_scalars = plan.get("optimizer") != "adamw-fused"
 
     def step() -> None:

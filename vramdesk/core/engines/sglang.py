@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind
+from ..engine_options import SglangOptions
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
 from ..messages import Message, Text
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
-from ..workloads import SglangOptions
 from .base import Context, EngineRun, max_layer_transient, torch_context, weights_component
 from .vllm import VllmEngine, vllm_kv_share
 

@@ -1,15 +1,28 @@
 """Optimizer memory: the states an optimizer keeps per trainable parameter and the temporaries of its step.
 
 Each figure follows the implementation's own code (PyTorch's foreach / fused / for-loop AdamW and foreach SGD,
-bitsandbytes' 8-bit and paged AdamW, transformers' Adafactor, Lion), checked on traced steps where it could be.
+bitsandbytes' 8-bit and paged AdamW, transformers' Adafactor, Lion here; GaLore and APOLLO in
+:mod:`.projected`, Adam-mini in :mod:`.adam_mini`, torchao's low-bit AdamW in :mod:`.torchao`, LOMO and AdaLomo
+in :mod:`.fused`), checked on traced steps where it could be.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import ceil, prod
+from math import prod
 
-from .messages import Message, Text, text
+from ..inventory import Tensor
+from ..messages import Message, text
+from .adam_mini import adam_mini_bytes
+from .fused import IN_BACKWARD, fused_bytes
+from .projected import FAMILY, projected_bytes
+from .shared import bnb_8bit_state_bytes
+from .torchao import LAYOUT, torchao_bytes
+
+__all__ = ["IN_BACKWARD", "NEEDS_FULL", "optimizer_bytes"]
+
+#: optimizers that partition or project a full model's tensors by name and shape (not adapters)
+NEEDS_FULL = (*FAMILY, "adam-mini")
 
 _OPT_STATES = {
     "adamw": 2.0,
@@ -55,12 +68,30 @@ TEMP_FOREACH = text("optimizer.temp.foreach", "foreach update: one parameter-siz
 
 
 def optimizer_bytes(
-    name: str, trainable: int, state_bytes: int, largest: int, matrices: Sequence[tuple[int, ...]]
-) -> tuple[int, int, Text, Text]:
-    """(state bytes, step temporary bytes, state explain, temporary explain)."""
+    name: str,
+    trainable: int,
+    state_bytes: int,
+    largest: int,
+    matrices: Sequence[tuple[int, ...]],
+    tensors: Sequence[Tensor] = (),
+    projection: tuple[int, int] = (128, 200),
+) -> tuple[int, int, str, str]:
+    """(state bytes, step temporary bytes, state explain, temporary explain). ``tensors``: the trained tensors by
+    name (a full fine-tune's; GaLore, APOLLO and Adam-mini need them); ``projection``: GaLore / APOLLO's rank and
+    update_proj_gap."""
+    if name in FAMILY:
+        return projected_bytes(name, projection[0], projection[1], state_bytes, tensors)
+    if name == "adam-mini":
+        return adam_mini_bytes(state_bytes, tensors)
+    if name in LAYOUT:
+        sizes = [t.numel for t in tensors] or [prod(m) for m in matrices]
+        rest = trainable - sum(sizes)
+        return torchao_bytes(name, state_bytes, sizes + ([rest] if rest > 0 else []))
+    if name in IN_BACKWARD:
+        return fused_bytes(name, trainable, state_bytes, largest, matrices)
     if name in ("adamw-8bit", "paged-adamw-8bit"):
         # bitsandbytes blockwise 8-bit states (2 x 1 B) + fp32 absmax per 2048 elements, fused per-tensor kernels
-        states = trainable * 2 + ceil(trainable / 2048) * 4 * 2
+        states = bnb_8bit_state_bytes(trainable)
         return states, 0, STATES_8BIT, TEMP_FUSED_PER_TENSOR
     if name == "adafactor":
         factored = sum((shape[-2] + shape[-1]) * (shape[0] if len(shape) == 3 else 1) for shape in matrices)
