@@ -15,6 +15,8 @@ from pathlib import Path
 
 ICONS = Path(__file__).resolve().parent / "icons"
 SVG = ICONS / "vramdesk.svg"
+#: the PNG sizes live with the app's resources: the window shows them and the installers install the same files
+RESOURCE_ICONS = ICONS.parent.parent / "resources" / "icons"
 #: hicolor sizes for Linux; 16..256 also go into the Windows .ico, 512 (and 1024 from the SVG) into the macOS .icns
 SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
@@ -63,11 +65,11 @@ def main() -> int:
     app = QGuiApplication.instance() or QGuiApplication(sys.argv[:1])
     pngs = {size: render(size) for size in SIZES}
     for size, png in pngs.items():
-        (ICONS / f"vramdesk-{size}.png").write_bytes(png)
+        (RESOURCE_ICONS / f"vramdesk-{size}.png").write_bytes(png)
     write_ico({s: pngs[s] for s in ICO_SIZES}, ICONS / "vramdesk.ico")
     (ICONS / "vramdesk-1024.png").write_bytes(render(1024))  # for the macOS .icns (built on macOS)
     del app
-    print(f"wrote {len(SIZES) + 1} PNGs and vramdesk.ico to {ICONS}")
+    print(f"wrote {len(SIZES)} PNGs to {RESOURCE_ICONS}, vramdesk-1024.png and vramdesk.ico to {ICONS}")
     return 0
 
 

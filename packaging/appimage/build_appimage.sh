@@ -17,8 +17,8 @@ cp -a "$bundle" "$appdir/usr/vramdesk"
 cp "$here/linux/$id.desktop" "$appdir/$id.desktop"
 cp "$here/linux/$id.desktop" "$appdir/usr/share/applications/"
 cp "$here/linux/$id.metainfo.xml" "$appdir/usr/share/metainfo/$id.appdata.xml"
-cp "$here/icons/vramdesk-256.png" "$appdir/vramdesk.png"
-cp "$here/icons/vramdesk-256.png" "$appdir/usr/share/icons/hicolor/256x256/apps/vramdesk.png"
+cp "$here/../resources/icons/vramdesk-256.png" "$appdir/vramdesk.png"
+cp "$here/../resources/icons/vramdesk-256.png" "$appdir/usr/share/icons/hicolor/256x256/apps/vramdesk.png"
 cat > "$appdir/AppRun" <<'RUN'
 #!/bin/sh
 here=$(dirname "$(readlink -f "$0")")

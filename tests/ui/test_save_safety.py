@@ -119,17 +119,17 @@ def test_a_save_over_another_windows_newer_save_asks(window: MainWindow, asker: 
 
 
 def test_title_names_the_configuration_and_marks_unsaved_changes(window: MainWindow) -> None:
-    assert not window.isWindowModified() and window.windowTitle() == f"{DEFAULT_SCENARIO.name}[*]"
+    assert not window.isWindowModified() and window.windowTitle() == f"{DEFAULT_SCENARIO.name}[*] — vramdesk"
     window.choose_model(OTHER_MODEL)
     # the first start's name is generated: it follows the plan (never "Qwen3-4B ..." for Llama's)
-    assert window.windowTitle() == "Llama-3.1-70B on an RTX 4090[*]"
+    assert window.windowTitle() == "Llama-3.1-70B on an RTX 4090[*] — vramdesk"
     window.choose_model(DEFAULT_SCENARIO.model.id)
     window.widget("batch").setValue(5)
     window.estimate_now()
     assert window.isWindowModified()
     entry_id = window.save_to_library(name="My 4090 plan")
     assert entry_id is not None
-    assert window.windowTitle() == "My 4090 plan[*]" and not window.isWindowModified()
+    assert window.windowTitle() == "My 4090 plan[*] — vramdesk" and not window.isWindowModified()
     window.widget("batch").setValue(6)
     window.estimate_now()
     assert window.isWindowModified()

@@ -38,9 +38,12 @@ from vramdesk.storage.scenarios import OPEN_FAILED, SHOWING_DEFAULT, ScenarioFil
 from .charts import FULL_CIRCLE
 from .core_text import localize
 from .dialogs import apply_saved_settings
+from .file_open import ExternalFiles
 from .i18n import tr
 from .main_window import WINDOW_SIZE, MainWindow
 from .qtapp import ensure_app, offscreen
+from .running_mutex import hold_running_mutex
+from .single_instance import InstanceServer, hand_off, server_name
 
 USAGE = """\
 usage: vramdesk                          open the window with the default scenario
@@ -365,17 +368,48 @@ def run(argv: list[str]) -> int:
         return 0
 
     app = ensure_app()
+    instance = None
+    if uses_single_instance():
+        name = server_name()
+        if opts.scenario is not None and opts.scenario.is_file() and hand_off(opts.scenario, name):
+            print(f"vramdesk: {opts.scenario} opened in the running window")
+            return 0
+        instance = InstanceServer(name)
+        instance.listen()
+    hold_running_mutex()  # Windows: the installer asks to close the window before it replaces its files
     apply_saved_settings()
     log_path = start_log()
     previous_hook = sys.excepthook
     install_excepthook(log_path)
     try:
         window = open_window(opts.scenario)
+        external = accept_external_files(app, window, instance)
         window.show()
         if opts.scenario is None:
             QTimer.singleShot(0, lambda: window.offer_restore(ask=not offscreen()))
         code = int(app.exec())
+        app.removeEventFilter(external)
         window.deleteLater()  # the window closed; a caller that goes on (the tests) does not keep it
         return code
     finally:
         sys.excepthook = previous_hook
+        if instance is not None:
+            instance.close()
+            instance.deleteLater()
+
+
+def uses_single_instance() -> bool:
+    """A second start hands its file to the running window on Linux and Windows (macOS sends the running app a
+    file-open event instead); not offscreen, where no window is on a screen to take it."""
+    return sys.platform != "darwin" and not offscreen()
+
+
+def accept_external_files(app: QApplication, window: MainWindow, instance: InstanceServer | None) -> ExternalFiles:
+    """Files handed to the running app open in ``window``: a second start's (``instance``) and, on macOS, the
+    system's file-open events (an event filter on the application sees every event: only where such events come)."""
+    external = ExternalFiles(window)
+    if instance is not None:
+        instance.file_received.connect(lambda path: external.open(Path(path)))
+    if sys.platform == "darwin":
+        app.installEventFilter(external)
+    return external

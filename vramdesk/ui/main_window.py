@@ -44,6 +44,7 @@ from vramdesk.storage.library import Autosave, ScenarioLibrary
 
 from . import theme
 from .advice_view import Advice, apply_label, changes_panel, compute_advice, max_length_readout
+from .app_identity import window_title
 from .browser import HubSearch, LocalSearch, ModelBrowser
 from .core_text import localize
 from .forms import WorkloadForm
@@ -173,7 +174,7 @@ class MainWindow(WindowActions, WindowComfort, QMainWindow):
         self.gpus_dialog: GpusDialog | None = None
         self.load_display_settings()
 
-        self.setWindowTitle("vramdesk[*]")
+        self.setWindowTitle(window_title(tr("Untitled")))
         self.setStyleSheet(theme.style_sheet(theme.current()))
         self.setAcceptDrops(True)
         self._local_search = local_search
@@ -471,13 +472,13 @@ class MainWindow(WindowActions, WindowComfort, QMainWindow):
         return None if has_generated_name(self._saved) else self._saved.name
 
     def update_title(self) -> None:
-        """The configuration's name (or the model's) with Qt's unsaved-changes marker; Qt adds the app name."""
+        """The configuration's name (or the model's, or "Untitled") with Qt's unsaved-changes marker and the app's."""
         model = self.form.values().model
         current = self.current_scenario()
         # the plan's own name (a generated one follows the plan); a name typed for another model is stale
         own = current.name if current is not None and current.model.id == model else None
-        name = self._entry_name() or own or model
-        self.setWindowTitle(f"{name}[*]")
+        name = self._entry_name() or own or model or tr("Untitled")
+        self.setWindowTitle(window_title(name))
         self.setWindowModified(self.modified)
 
     def estimate_now(self) -> Evaluation:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QApplication
 from vramdesk.services.catalog import resources_dir
 
 from . import theme
+from .app_identity import set_identity, show_identity
 from .i18n import set_language
 from .qt_i18n import choose_language, install_qt_translations
 
@@ -116,9 +117,8 @@ def ensure_app() -> QApplication:
         if os.environ.get("QT_QPA_PLATFORM") == "offscreen":
             _install_quiet_handler()
         app = QApplication(["vramdesk"])
-        app.setApplicationName("vramdesk")
-        app.setApplicationDisplayName("vramdesk")
-        app.setOrganizationName("vramdesk")
+        set_identity(app)
+    show_identity()
     _collect_on_the_gui_thread()
     style = app.style()
     if style is None or style.name().lower() != STYLE.lower():
