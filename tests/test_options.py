@@ -62,8 +62,10 @@ def _other_value(o: Option) -> tuple[str, Any]:
     if o.kind == "bool":
         return ("", True) if o.default in (False, None) else ("", False)
     if o.kind == "choice":
-        # the last other value (vision_tower "absent" works for every model, where "trained" needs a vision tower)
-        v = [v for v in o.values if v != o.default][-1]
+        # the last other value (vision_tower "absent" works for every model, where "trained" needs a vision tower);
+        # a method that runs with the other defaults (prefix tuning needs gradient checkpointing off)
+        others = [v for v in o.values if v != o.default and not (o.name == "method" and v == "prefix-tuning")]
+        v = others[-1]
         return str(v), v
     if o.kind == "list":
         return ("q,v", ("q", "v")) if o.name == "lora_targets" else ("lm_head", ("lm_head",))

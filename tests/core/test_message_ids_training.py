@@ -18,6 +18,7 @@ from vramdesk.core import (
     lora,
     optimizers,
     parallel,
+    peft_methods,
     training_activations,
     training_plan,
     training_state,
@@ -39,13 +40,14 @@ MODULES: tuple[ModuleType, ...] = (
     lora,
     optimizers,
     parallel,
+    peft_methods,
     training_activations,
     training_plan,
     training_state,
     training_text,
     training_transients,
 )
-PREFIXES = ("training.", "parallel.", "lora.", "optimizer.")
+PREFIXES = ("training.", "parallel.", "lora.", "optimizer.", "peft.")
 L8, Q4, Q15 = "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-4B", "Qwen/Qwen2.5-1.5B-Instruct"
 GEMMA, MOE, PYTHIA, MLA = (
     "google/gemma-2-2b-it",
@@ -116,6 +118,12 @@ PLANS: list[tuple[str, dict[str, Any], dict[str, Any], int, str]] = [
     ("Qwen/Qwen3.5-4B", {"method": "lora", "vision_tower": "trained", "grad_accum": 4}, {}, 1, "auto"),
     ("Qwen/Qwen3.5-4B", {"method": "lora"}, {}, 1, "auto"),
     (QWEN1.model_id, {"method": "lora", "precision": "fp16"}, {"zero": 2}, 2, "auto"),
+    (L8, {"method": "ia3"}, {}, 1, "auto"),
+    (Q4, {"method": "ia3", "adapter_dtype": "base", "modules_to_save": ("lm_head",)}, {}, 1, "auto"),
+    (L8, {"method": "prompt-tuning"}, {}, 1, "auto"),
+    (L8, {"method": "p-tuning", "num_virtual_tokens": 32}, {}, 1, "auto"),
+    (Q4, {"method": "prefix-tuning", "grad_checkpointing": False}, {}, 1, "auto"),
+    (Q4, {"method": "prefix-tuning", "grad_checkpointing": False, "prefix_projection": True}, {}, 1, "auto"),
 ]
 
 
@@ -156,6 +164,18 @@ def texts() -> list[tuple[str, set[str]]]:
         t = _refusal(model_id, lora_targets=(target, "q"))
         modules = set(str(t.args["modules"]).split(", "))  # the model's own module names, as it has them
         seen.setdefault(str(t), (t, {model_id, model_type, target, "gate", "up", "down", *modules}))
+    # peft's methods: a model type without default targets (the types named as peft has them), a quantised base
+    olmo = "allenai/OLMo-2-1124-7B"
+    t = _refusal(olmo, method="ia3")
+    seen.setdefault(str(t), (t, {olmo, "olmo2", *str(t.args["known"]).split(", ")}))
+    with pytest.raises(TrainingError) as info:
+        check_plan(_facts(L8), FinetuneWorkload(method="ia3"), Parallelism(), "nf4")
+    seen.setdefault(str(info.value), (info.value.args[0], {L8}))
+    t = _refusal(L8, method="prefix-tuning")
+    seen.setdefault(str(t), (t, {L8}))
+    for model_id in (MLA, "Qwen/Qwen3-Next-80B-A3B-Thinking"):
+        t = _refusal(model_id, method="prefix-tuning", grad_checkpointing=False)
+        seen.setdefault(str(t), (t, {model_id}))
     # the per-token rule of a Gated DeltaNet layer (the last layer of the catalog's hybrid models is full attention)
     arch = CAT.facts("Qwen/Qwen3-Next-80B-A3B-Thinking").arch
     linear = next(layer for layer in arch.layers if layer.linear is not None)
@@ -187,7 +207,7 @@ def _ids(t: str) -> set[str]:
 
 def _own_pieces_without_id(t: str) -> list[str]:
     """without_id, less the weight-format label that the frozen base's sentence embeds as that module gives it."""
-    if isinstance(t, Text) and t.id == "training.weights.frozen_base":
+    if isinstance(t, Text) and t.id in ("training.weights.frozen_base", "training.weights.frozen_base.method"):
         label = t.args["format"]
         assert isinstance(label, Text) and (label.id or label.args.get("table") == "phrases")
         return [p for name, v in t.args.items() if name != "format" for p in without_id(v) if isinstance(v, Text)]

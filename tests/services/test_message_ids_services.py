@@ -36,9 +36,12 @@ import vramdesk.services.local
 import vramdesk.services.nvml as nv
 import vramdesk.services.resolve
 import vramdesk.services.search
-import vramdesk.services.trace  # noqa: F401 (its ids have Chinese in this area's table; tests/services/test_trace.py checks its texts)
+
+# (services.trace and storage.measurement: their ids have Chinese in this area's table, so they are imported
+# here to be known; tests/services/test_trace.py and tests/storage check their texts)
+import vramdesk.services.trace
 import vramdesk.storage.library
-import vramdesk.storage.measurement  # noqa: F401 (its ids have Chinese in this area's table; tests/storage checks its texts)
+import vramdesk.storage.measurement
 import vramdesk.storage.scenarios
 from vramdesk.core.gpu import GIB, MIB
 from vramdesk.core.messages import MESSAGES, Message, Text, fields

@@ -85,7 +85,12 @@ def test_an_inference_plan_becomes_a_request() -> None:
     ("work", "extra", "words"),
     [
         ({**INFERENCE, "engine": "vllm"}, {}, "the trace runs transformers; this plan's engine is vllm"),
-        ({**LORA, "method": "qlora"}, {}, "the trace runs full fine-tuning and LoRA; this plan uses qlora"),
+        (
+            {**LORA, "method": "qlora"},
+            {},
+            "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning and prefix tuning; this plan uses "
+            "qlora",
+        ),
         (
             {**LORA, "optimizer": "adamw-8bit"},
             {},

@@ -119,6 +119,7 @@ def _refusals() -> list[Text]:
         ("auto", {}, {"offload": "params"}),
         ("auto", {}, {"offload": "params", "zero": 2}),
         ("auto", {}, {"pp": 2, "zero": 2}),
+        ("auto", {"method": "ia3", "dora": True}, {}),
     ]
     out: list[Text] = []
     for base, work, par in plans:
@@ -128,7 +129,7 @@ def _refusals() -> list[Text]:
         assert isinstance(message, Text) and message.id.startswith("training.")
         assert str(info.value) == message  # str(err) is the English sentence
         out.append(message)
-    work = FinetuneWorkload().model_copy(update={"method": "ia3"})
+    work = FinetuneWorkload().model_copy(update={"method": "adapter-x"})
     with pytest.raises(TrainingError) as info:
         check_plan(llama, work, Parallelism())
     out.append(info.value.args[0])
@@ -169,8 +170,11 @@ def test_refusals_in_chinese() -> None:
     ids = set()
     for message in _refusals():
         ids.add(message.id)
-        _assert_chinese(message, {"meta-llama/Llama-3.1-8B", "--method lora", "vision_tower=trained"})
-    assert len(ids) == 11
+        _assert_chinese(
+            message,
+            {"meta-llama/Llama-3.1-8B", "--method lora", "vision_tower=trained", "--method ia3", "dora", "adapter-x"},
+        )
+    assert len(ids) == 12
 
 
 def test_the_estimate_and_the_window_keep_the_refusal_id() -> None:

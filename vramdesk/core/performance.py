@@ -31,6 +31,7 @@ from .facts import ModelFacts
 from .gpu import GpuSpec
 from .memo import derived
 from .messages import Message, MessageText, Text, free, join
+from .peft_methods import frozen_base
 from .performance_moe import decode_note, host_experts, prefill_host_s
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario
@@ -634,7 +635,7 @@ def _training(
     tp, pp = par.tp, par.pp
     dp = max(1, n // (tp * pp))
     dp_hw = _data_parallel_link(hw, eff, machines)
-    lora = work.method in ("lora", "qlora")
+    lora = frozen_base(work.method)
     ckpt = work.grad_checkpointing
     n_mm = matmul_params(facts)
     trainable = est.params.trainable

@@ -46,6 +46,7 @@ from .parallel import (
     shards,
     with_note,
 )
+from .peft_methods import frozen_base
 from .result import Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import profile
@@ -188,7 +189,7 @@ def _optimizer_states(
     )
     states += st.other_state_bytes
     temp += st.other_step_temp_bytes
-    if work.method in ("lora", "qlora") and deepspeed:
+    if frozen_base(work.method) and deepspeed:
         lora_trained = _trained_count(tr)
         states, temp = 16 * lora_trained, (0 if par.zero == 3 else 2 * lora_trained)
         s_text = T.DEEPSPEED_LORA_STATES
@@ -199,7 +200,7 @@ def _optimizer_states(
 def _model_states(work: FinetuneWorkload, par: Parallelism, tr: Trained, deepspeed: bool, model: _Model) -> ModelStates:
     """Weights, gradients, optimizer states and step temporaries of the whole run, before sharding."""
     p = tr.params
-    if par.zero and work.method not in ("lora", "qlora") and work.precision != "fp32":
+    if par.zero and not frozen_base(work.method) and work.precision != "fp32":
         client = (
             None
             if work.optimizer in ("adamw", "adamw-fused")
@@ -268,13 +269,15 @@ def _activations(
         precision("bf16") if prec.amp and (deepspeed or par.fsdp) else prec,
         keeps.fp32_adapter_inputs,
         tr.params.linear_params,
-        tr.params.adapted_weights,
+        # (LoRA's adapters keep their inputs; another method's layers what BackwardKeeps.method_saved says)
+        tr.params.adapted_weights if tr.method is None else (),
         tp=par.tp,
         residual_bytes=keeps.residual_bytes,
         adapter_copy_bytes=keeps.adapter_input_bytes,
         kept_weights=keeps.frozen_weight_bytes,
         adapter_bytes=tr.storage.adapter_param_bytes or 4,
         kept_label=T.AMP_KEPT if tr.base.kind == "float" else GPTQ_KEPT,
+        method_saved=keeps.method_saved,
     )
 
 
@@ -305,7 +308,7 @@ def _components(
 ) -> _Parts:
     """The weights, gradients, optimizer states, activations, loss head and step temporaries per GPU."""
     acts, head = saved
-    lora = work.method in ("lora", "qlora")
+    grads_text = T.GRADIENTS_TRAINABLE if frozen_base(work.method) else T.GRADIENTS_ALL
     trained = _trained_count(tr)
     grads = round(model.grads)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
@@ -332,7 +335,7 @@ def _components(
             per.grads,
             "gradients",
             with_note(
-                (T.GRADIENTS_TRAINABLE if lora else T.GRADIENTS_ALL)(params=trained, bytes=grads // max(1, trained)),
+                grads_text(params=trained, bytes=grads // max(1, trained)),
                 shard_note,
             ),
         ),
@@ -454,7 +457,7 @@ def _gradient_moments(
 ) -> _Gradients:
     """Gradient accumulation's held and fresh gradients, and a tied embedding's second gradient."""
     prec = precision(work.precision)
-    lora = work.method in ("lora", "qlora")
+    adapters = frozen_base(work.method)
     held: tuple[Component, ...] = ()
     fresh: tuple[Component, ...] = ()
     fresh_end: tuple[Component, ...] = ()
@@ -478,12 +481,10 @@ def _gradient_moments(
             largest_grad = (
                 max(
                     [n * tr.storage.other_param_bytes for _, n in tr.params.saved_copies]
-                    + [
-                        t.shape[-1] * work.lora_rank * tr.storage.adapter_param_bytes for t in tr.params.adapted_weights
-                    ],
+                    + [tr.params.largest_tensor_elements * tr.storage.adapter_param_bytes],
                     default=0,
                 )
-                if lora
+                if adapters
                 else tr.params.largest_tensor_elements * prec.grads
             )
             fresh = (
@@ -522,12 +523,14 @@ def _first_layer(
     prec = precision(work.precision)
     p, a_b, e_b = tr.params, tr.storage.adapter_param_bytes, tr.storage.other_param_bytes
     tied = not any(t.role == "lm_head" for t in text_tensors)
-    if work.method in ("lora", "qlora"):
+    if frozen_base(work.method):
         raw_grads = p.trainable * a_b + (p.saved_copy_params + p.bias_params) * e_b
         embed_names = {t.name for t in text_tensors if t.role == "embedding"}
-        first_grads = (
-            lora_parameters([t for t in p.adapted_weights if t.layer == 0 and t.part == "text"], work.lora_rank) * a_b
-        )
+        if tr.method is not None:
+            first_grads = tr.method.params_from_first_layer() * a_b
+        else:
+            first_layer = [t for t in p.adapted_weights if t.layer == 0 and t.part == "text"]
+            first_grads = lora_parameters(first_layer, work.lora_rank) * a_b
         first_grads += sum(n for name, n in p.saved_copies if name in embed_names) * e_b
     else:
         raw_grads = sum(t.numel for t in text_tensors) * prec.grads
@@ -568,11 +571,11 @@ def _phases(
     """Forward, loss head and start of backward, backward (recompute, first layer, end), optimizer step."""
     sh, per = placed
     b, s = work.micro_batch, work.seq_len
-    lora = work.method in ("lora", "qlora")
+    adapters = frozen_base(work.method)
     c_weights, c_states, c_grads = parts.weights, parts.states, parts.gradients
     held, fresh, extra, unpack = grads.held, grads.fresh, transients.extra, transients.unpack
     head_copy: tuple[Component, ...] = ()
-    if lora and tr.base.fp32_under_amp and tr.base.kind == "float" and not par.fsdp:
+    if adapters and tr.base.fp32_under_amp and tr.base.kind == "float" and not par.fsdp:
         # the lm_head's (or tied embedding's) 16-bit copy, kept by the logits matmul until the loss head's backward
         head_copy = (
             comp(
@@ -602,7 +605,7 @@ def _phases(
     ]
     retained: tuple[Component, ...] = ()
     if work.grad_checkpointing:
-        if par.fsdp and par.fsdp_version == 1 and lora and not profile(work.trainer).checkpoint_outside_fsdp:
+        if par.fsdp and par.fsdp_version == 1 and adapters and not profile(work.trainer).checkpoint_outside_fsdp:
             # FSDP1 frozen units (peft's wrap policy puts the adapters in their own units) register a reshard-only
             # post-backward hook on each layer's input; under reentrant checkpointing that input is the recompute's
             # detached copy, and the hook's closure keeps it and its gradient alive until _finalize_params at the
@@ -663,7 +666,7 @@ def _step_segments(
     step_segments, step_text = 0, ""
     if not work.expandable_segments and par.zero == 0 and not par.fsdp and sh.tp == 1 and sh.pp == 1:
         block = largest_cached_block(arch, work, head.elem_bytes)
-        if work.method in ("lora", "qlora"):
+        if frozen_base(work.method):
             sizes, elem = [n for _, n in tr.params.saved_copies], tr.storage.other_param_bytes
         else:
             sizes, elem = [t.numel for t in text_tensors], tr.storage.state_element_bytes

@@ -16,6 +16,7 @@ from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .messages import Message, Text, join, text
+from .peft_methods import MethodSaved, prefix_keys, virtual_tokens
 from .scenario import FinetuneWorkload
 from .trainers import profile
 from .training_state import Precision
@@ -124,6 +125,13 @@ CHUNKED_BACKWARD = Message(
     "chunked cross-entropy: 16-bit logits (2 x batch {batch} x seq {seq} x vocab {vocab} B) and the fp32 "
     "log-softmax and gradients of one chunk in 8",
 )
+
+
+def _as_run(work: FinetuneWorkload) -> FinetuneWorkload:
+    """The workload as the model runs it: prompt tuning and p-tuning put their virtual tokens before every sequence
+    (peft's PeftModelForCausalLM.forward), so every layer and the loss see seq_len + that many."""
+    n = virtual_tokens(work)
+    return work.model_copy(update={"seq_len": work.seq_len + n}) if n else work
 
 
 def _layer_bytes_per_token(
@@ -256,6 +264,7 @@ def activations(
     kept_weights: Mapping[int, int] | None = None,
     adapter_bytes: int = 4,
     kept_label: str = GPTQ_KEPT,
+    method_saved: MethodSaved | None = None,
 ) -> Activations:
     """Saved activations per GPU. ``lora``: adapters in fp32 under 16-bit compute, so peft keeps an fp32 copy
     of every adapted input. ``tp``: tensor parallel without sequence parallelism splits the attention and MLP
@@ -267,10 +276,14 @@ def activations(
     (4: peft casts it to the fp32 adapter's dtype; 2: a 16-bit adapter keeps a 16-bit one); 0 for the general
     rule (full fine-tuning, quantised bases). ``kept_weights``: per layer, bytes of weights that layer's backward
     keeps besides its activations (a GPTQ base's dequantised 16-bit matrices); ``kept_label``: the explanation's
-    clause for them."""
+    clause for them. ``method_saved``: what a peft method other than LoRA keeps of its own operations."""
+    work = _as_run(work)
     tokens = work.micro_batch * work.seq_len
     kept_w = kept_weights or {}
-    layers = _saved_per_layer(arch, work, prec, lora, adapted or (), tp, adapter_copy_bytes, kept_w, adapter_bytes)
+    own = method_saved or MethodSaved()
+    layers = _saved_per_layer(
+        arch, work, prec, lora, adapted or (), tp, adapter_copy_bytes, kept_w, adapter_bytes, own.per_token
+    )
     per_layer = layers.per_layer
     rb = residual_bytes
     outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
@@ -279,8 +292,9 @@ def activations(
     #: backward; a checkpointed layer's forward runs without grad, so its copies live only in autocast's cache,
     #: which is cleared when the forward's autocast region ends; a recomputed layer makes its own again
     amp_layer = amp_copies / max(1, len(per_layer))
-    # the backward of a recomputed layer with adapted experts also holds the gradient of its merged weights
-    merged_grad = max(layers.merged.values(), default=0) / tp
+    # the backward of a recomputed layer with adapted experts also holds the gradient of its merged weights, and
+    # a peft method's module the short-lived tensors of its own backward
+    merged_grad = max(layers.merged.values(), default=0) / tp + own.backward_per_token * tokens / tp
     kept = _kept_for_backward(arch, work, layers, tokens, rb, (outside, amp_copies, amp_layer, merged_grad))
     total = kept.total
     # (the figure's share outside the layers, so that the text adds up to it)
@@ -296,6 +310,8 @@ def activations(
         host = total - on_gpu
         total = on_gpu
         how.append(OFFLOADED(gib=host / GIB))
+    if own.text:
+        how.append(own.text)
     how += _what_else_is_kept(arch, work, prec, layers, bool(kept_w), amp_copies, adapter_bytes, kept_label)
     resident = max(0.0, total - kept.recompute - amp_layer) if work.grad_checkpointing else total
     # (autocast's cache of 16-bit weight copies is cleared when the forward's autocast region ends; backward
@@ -336,6 +352,7 @@ def _saved_per_layer(
     adapter_copy_bytes: int,
     kept_w: Mapping[int, int],
     adapter_bytes: int,
+    method_saved: Mapping[int, float],
 ) -> _Layers:
     """Each layer's saved bytes for the whole micro-batch, on one GPU of a tensor-parallel group."""
     b, s = work.micro_batch, work.seq_len
@@ -363,12 +380,12 @@ def _saved_per_layer(
         per_tok, rule = _layer_bytes_per_token(
             arch, layer, lora, inputs.get(layer.index, 0) if adapter_copy_bytes else None
         )
-        per_tok += extras.get(layer.index, 0.0)
+        per_tok += extras.get(layer.index, 0.0) + method_saved.get(layer.index, 0.0)
         replicated = 16 * arch.hidden
         per_tok = (per_tok - replicated) / tp + replicated
         layer_b = per_tok * tokens * prec.activ_scale
         if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
-            kept = min(s, layer.window or s)
+            kept = min(s, layer.window or s) + prefix_keys(work)
             # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output)
             layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
         layer_b += (merged.get(layer.index, 0) + kept_w.get(layer.index, 0)) / tp
@@ -478,6 +495,7 @@ def loss_head(arch: Architecture, work: FinetuneWorkload, deepspeed: bool, prec:
     transformers' classes, 16-bit where a model's own loss keeps them so and DeepSpeed runs without autocast,
     Gemma 2's soft-capping, or one chunk in 8 with chunked cross-entropy; or as the trainer's own loss keeps them
     (``work.trainer``'s profile: a fused 16-bit kernel, or LitGPT's 128-token chunks of lm_head and loss)."""
+    work = _as_run(work)
     b, s = work.micro_batch, work.seq_len
     kind = profile(work.trainer).loss
     if kind != "model":

@@ -14,6 +14,7 @@ from .architecture import AttentionKind
 from .dtype_names import FormatError
 from .lora import LoraTargetError, check_targets
 from .messages import Message, error_text, free
+from .peft_methods import ADAPTER_METHODS, LORA_METHODS, METHOD_NAMES, NOT_ON_QUANTISED, MethodError, check_method
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import trainer_problem
 from .weight_format import WeightFormat, parse_weight_format
@@ -49,6 +50,12 @@ QLORA_FP32 = Message(
 )
 NO_VISION_TOWER = Message("training.no_vision_tower", "{model} has no vision tower to train (vision_tower=trained)")
 UNKNOWN_METHOD = Message("training.unknown_method", "unknown method {method}")
+#: ``{options}``: the options set, joined with ", "
+LORA_OPTIONS = Message(
+    "training.lora_options_elsewhere",
+    "--method {method} does not take {options}: those are LoRA's options (a trained vision tower: LoRA or a full "
+    "fine-tune)",
+)
 TP_KV_HEADS = Message("training.tp_kv_heads", "tensor parallel {tp} does not divide the {kv_heads} KV heads of {model}")
 FSDP_AND_ZERO = Message(
     "training.fsdp_and_zero",
@@ -128,6 +135,9 @@ def _check_base(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFor
         raise TrainingError(FULL_QUANTISED(weights=free(_label(facts, base))))
     if work.method == "qlora" and work.precision in ("fp32",):
         raise TrainingError(QLORA_FP32())
+    if work.method in METHOD_NAMES and quantised:
+        # (peft has quantised layers for some of its methods; the estimate models them over a float base)
+        raise TrainingError(NOT_ON_QUANTISED(method=METHOD_NAMES[work.method], weights=free(_label(facts, base))))
 
 
 def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightFormat) -> None:
@@ -135,14 +145,18 @@ def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightF
     can store."""
     if work.vision_tower == "trained" and not any(t.part == "vision" for t in facts.tensors):
         raise TrainingError(NO_VISION_TOWER(model=facts.model_id))
-    if work.method not in ("lora", "qlora", "full"):
+    if work.method not in ADAPTER_METHODS | {"full"}:
         # (a Literal: only a workload built without validation gets here)
         raise TrainingError(UNKNOWN_METHOD(method=work.method))
     if work.method == "full":
         return
     try:
-        check_targets(facts, work.lora_targets)
-    except LoraTargetError as err:
+        if work.method in LORA_METHODS:
+            check_targets(facts, work.lora_targets)
+        else:
+            _no_lora_options(work)
+            check_method(facts, work)
+    except (LoraTargetError, MethodError) as err:
         raise TrainingError(error_text(err)) from err
     if base == "auto":
         # (the 16-bit, fp32 or NF4 base the method picks stores every tensor)
@@ -155,6 +169,22 @@ def _check_method(facts: ModelFacts, work: FinetuneWorkload, base: str | WeightF
     # an AWQ GEMV group size without a layout) says so when it prices them: the frozen base's bytes, which
     # what_trains reads back from the same cache on the model's facts
     facts.weights(fmt, frozenset({"text"}))
+
+
+def _no_lora_options(work: FinetuneWorkload) -> None:
+    """Refuse LoRA's own options on another method (LoRA's targets and rank are simply not read)."""
+    given = [
+        name
+        for name, on in (
+            ("lora_dropout", work.lora_dropout > 0),
+            ("lora_bias", work.lora_bias != "none"),
+            ("dora", work.dora),
+            ("vision_tower=trained", work.vision_tower == "trained"),
+        )
+        if on
+    ]
+    if given:
+        raise MethodError(LORA_OPTIONS(options=", ".join(given), method=work.method))
 
 
 def _check_parallelism(facts: ModelFacts, par: Parallelism) -> None:

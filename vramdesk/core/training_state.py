@@ -9,7 +9,7 @@ frozen base's format, and what the trained layers keep of their inputs and weigh
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .inventory import Tensor
@@ -17,6 +17,7 @@ from .lora import LINEAR_ROLES, lora_parameters, lora_targets
 from .messages import Message, free, join, text
 from .optimizers import optimizer_bytes
 from .parallel import with_note
+from .peft_methods import LORA_METHODS, MethodParams, MethodSaved, frozen_base, method_params
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import profile
 from .weight_format import WeightFormat, parse_weight_format
@@ -37,6 +38,10 @@ FROZEN_BASE = Message(
     "training.weights.frozen_base",
     "frozen base {params:,} params in {format} + {trainable:,} LoRA parameters (rank {rank}, {matrices} target "
     "matrices) in {adapter}",
+)
+#: a method other than LoRA: ``{what}`` is the method's own account of what it trains
+FROZEN_BASE_METHOD = Message(
+    "training.weights.frozen_base.method", "frozen base {params:,} params in {format} + {what} in {adapter}"
 )
 ADAPTER_DEEPSPEED = text("training.adapter_dtype.deepspeed", "16-bit (DeepSpeed) with fp32 master weights")
 ADAPTER_FP32 = text("training.adapter_dtype.fp32", "fp32")
@@ -145,6 +150,8 @@ class BackwardKeeps:
     adapter_input_bytes: int
     #: per layer, bytes of 16-bit copies of frozen weights its backward keeps
     frozen_weight_bytes: Mapping[int, int]
+    #: a method other than LoRA: what its own operations keep
+    method_saved: MethodSaved = field(default_factory=MethodSaved)
 
 
 @dataclass(frozen=True)
@@ -155,6 +162,8 @@ class Trained:
     storage: TrainedStorage
     base: FrozenBase
     backward: BackwardKeeps
+    #: what a method other than LoRA trains (None for LoRA / QLoRA and a full fine-tune)
+    method: MethodParams | None = None
 
 
 def what_trains(
@@ -174,7 +183,7 @@ def what_trains(
     # without them). Checked on the CPU with FSDP2 (benchmarks/allocator/fsdp_mixed_precision.py): AMP under
     # FSDP saved what pure bf16 saved within 2 %, AMP without FSDP 26 % more
     residual_b = 4 if work.precision == "fp32" or (prec.amp and not (deepspeed or par.fsdp)) else 2
-    if work.method in ("lora", "qlora"):
+    if frozen_base(work.method):
         return _adapters_train(facts, work, par, base_weights, deepspeed, tensors, residual_b)
     text_tensors = tensors[0]
     all_params = sum(t.numel for t in text_tensors)
@@ -313,16 +322,8 @@ def _adapters_train(
     tensors: tuple[list[Tensor], list[Tensor]],
     residual_b: int,
 ) -> Trained:
-    """LoRA / QLoRA: the adapters, trained copies and biases over a frozen base."""
+    """Adapters (LoRA / QLoRA, or another peft method), trained copies and biases over a frozen base."""
     text_tensors, vision_tensors = tensors
-    chosen = lora_targets(facts, work.lora_targets)
-    if work.vision_tower == "trained":
-        # peft's target names reach the vision tower's linear layers too; all-linear adapts all of them
-        chosen = chosen + [t for t in vision_tensors if t.role == "vision" and len(t.shape) == 2]
-    trainable = lora_parameters(chosen, work.lora_rank)
-    if work.dora:
-        # DoRA adds one trainable magnitude per output feature of every adapted matrix
-        trainable += sum((t.shape[0] if len(t.shape) == 3 else 1) * t.shape[-2] for t in chosen)
     # AMP keeps the parameters in fp32 and lets autocast make 16-bit copies (DeepSpeed casts the module instead)
     amp_fp32 = precision(work.precision).amp and not deepspeed
     stored = _stored_base(facts, work, par, base_weights, deepspeed, amp_fp32)
@@ -339,26 +340,41 @@ def _adapters_train(
         adapter_label = ADAPTER_BASE_FP32 if a_b == 4 else ADAPTER_BASE_16BIT
     frozen_kept, gptq_largest, gptq_bits = _frozen_weights_kept(fmt, text_tensors, amp_fp32, par)
     lora_fp32_inputs, adapter_copy_b = _adapter_inputs(work, par, fmt, amp_fp32, a_b)
-    saved, bias_params = _saved_modules(facts, work, chosen)
-    saved_params = sum(n for _, n in saved)
-    e_b = 2 if deepspeed else stored.float_bytes
     all_params = sum(t.numel for t in text_tensors)
-    w_explain = with_note(
-        FROZEN_BASE(
+    method: MethodParams | None = None
+    if work.method in LORA_METHODS:
+        chosen, trainable, matrices, largest = _lora_adapters(facts, work, vision_tensors)
+        what = FROZEN_BASE(
             params=all_params,
             format=free(fmt.label),
             trainable=trainable,
             rank=work.lora_rank,
             matrices=len(chosen),
             adapter=adapter_label,
-        ),
+        )
+    else:
+        # (the frozen linears' outputs are in the compute dtype: 16-bit, or fp32 in an fp32 run)
+        method = method_params(facts, work, a_b, 4 if work.precision == "fp32" else 2)
+        if method.param_bytes is not None and not deepspeed:
+            a_b = state_b = method.param_bytes
+            adapter_label = ADAPTER_FP32
+        chosen, trainable, largest = list(method.adapted), method.trainable, method.largest
+        # (Adafactor factors the tensors of two dimensions; the vectors keep a full second moment)
+        matrices = [shape for shape in method.shapes if len(shape) >= 2]
+        # (its own operations' saved tensors replace LoRA's input copies: BackwardKeeps.method_saved)
+        lora_fp32_inputs = False
+        what = FROZEN_BASE_METHOD(
+            params=all_params, format=free(fmt.label), what=method.weights_text, adapter=adapter_label
+        )
+    saved, bias_params = _saved_modules(facts, work, chosen)
+    saved_params = sum(n for _, n in saved)
+    e_b = 2 if deepspeed else stored.float_bytes
+    w_explain = with_note(
+        what,
         stored.kbit_note,
         TRAINED_COPIES(copies=join(", ", *(TRAINED_COPY(name=name, params=n) for name, n in saved))) if saved else "",
         BIASES(params=bias_params, lora_bias=work.lora_bias) if bias_params else "",
     )
-    matrices: list[tuple[int, ...]] = []
-    for t in chosen:
-        matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
     extra_states = extra_temp = 0
     if saved_params + bias_params and not deepspeed:
         extra_states, extra_temp, _, _ = optimizer_bytes(
@@ -376,7 +392,7 @@ def _adapters_train(
             saved_copy_params=saved_params,
             bias_params=bias_params,
             matrix_shapes=tuple(matrices),
-            largest_tensor_elements=max((work.lora_rank * t.shape[-1] for t in chosen), default=0),
+            largest_tensor_elements=largest,
             linear_params=0,
         ),
         storage=TrainedStorage(
@@ -403,8 +419,29 @@ def _adapters_train(
             fp32_adapter_inputs=lora_fp32_inputs,
             adapter_input_bytes=adapter_copy_b,
             frozen_weight_bytes=frozen_kept,
+            method_saved=method.saved if method else MethodSaved(),
         ),
+        method=method,
     )
+
+
+def _lora_adapters(
+    facts: ModelFacts, work: FinetuneWorkload, vision_tensors: list[Tensor]
+) -> tuple[list[Tensor], int, list[tuple[int, ...]], int]:
+    """LoRA's adapted weights, its trainable parameters (DoRA's magnitudes too), the trained matrices' shapes and
+    the largest one's elements."""
+    chosen = lora_targets(facts, work.lora_targets)
+    if work.vision_tower == "trained":
+        # peft's target names reach the vision tower's linear layers too; all-linear adapts all of them
+        chosen = chosen + [t for t in vision_tensors if t.role == "vision" and len(t.shape) == 2]
+    trainable = lora_parameters(chosen, work.lora_rank)
+    if work.dora:
+        # DoRA adds one trainable magnitude per output feature of every adapted matrix
+        trainable += sum((t.shape[0] if len(t.shape) == 3 else 1) * t.shape[-2] for t in chosen)
+    matrices: list[tuple[int, ...]] = []
+    for t in chosen:
+        matrices += [(work.lora_rank, t.shape[-1]), (t.shape[-2], work.lora_rank)]
+    return chosen, trainable, matrices, max((work.lora_rank * t.shape[-1] for t in chosen), default=0)
 
 
 def _saved_modules(

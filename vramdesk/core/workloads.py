@@ -130,7 +130,7 @@ class InferenceWorkload(_Frozen):
     #: asks for the prompt's logits in any of them
     transformers_version: TransformersVersion = option(
         "5.x",
-        label="transformers version",
+        label="transformers",
         help="The transformers release: before 4.36 generate() held the old and the new key/value tuples together "
         "in every decode step; before 4.45 every attention layer kept its own rotary cos/sin tables and the logits "
         "of the whole prompt",
@@ -183,7 +183,7 @@ class InferenceWorkload(_Frozen):
     sglang: SglangOptions = SglangOptions()
 
 
-Method = Literal["full", "lora", "qlora"]
+Method = Literal["full", "lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]
 Optimizer = Literal[
     "adamw",
     "adamw-fused",
@@ -270,7 +270,7 @@ class FinetuneWorkload(_Frozen):
     method: Method = option(
         "lora",
         label="Me&thod",
-        help="Full fine-tuning or adapters (LoRA / QLoRA)",
+        help="Full fine-tuning, or adapters over a frozen base (LoRA / QLoRA, or another PEFT method)",
         group="finetune",
         choices={
             "lora": (
@@ -279,8 +279,29 @@ class FinetuneWorkload(_Frozen):
             ),
             "qlora": ("qlora", "QLoRA: the base model in 4-bit NF4, adapters in bf16"),
             "full": ("full", "Full fine-tuning: gradients and optimizer states for every parameter"),
+            "ia3": (
+                "ia3",
+                "PEFT IA3: learned vectors scale the outputs of two attention projections and the input of the MLP's "
+                "down projection (peft's defaults for the model type: k, v and down for Llama); the fewest trainable "
+                "parameters",
+            ),
+            "prompt-tuning": (
+                "prompt-tuning",
+                "PEFT prompt tuning: trainable embeddings of virtual tokens put before every sequence, which the "
+                "whole model then runs over",
+            ),
+            "p-tuning": (
+                "p-tuning",
+                "PEFT p-tuning: virtual tokens made by a small trainable MLP (PromptEncoder) and put before every "
+                "sequence",
+            ),
+            "prefix-tuning": (
+                "prefix-tuning",
+                "PEFT prefix tuning: trainable keys and values of virtual tokens in every layer's attention; peft "
+                "refuses it with gradient checkpointing",
+            ),
         },
-        form={"values": ["lora", "qlora", "full"]},
+        form={"values": ["lora", "qlora", "full", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]},
     )
     micro_batch: int = option(
         1, ge=1, le=65536, label="Micro-batch", help="Sequences per forward/backward pass on each GPU", group="finetune"
@@ -508,7 +529,7 @@ class FinetuneWorkload(_Frozen):
             ),
         },
         form={
-            "when": {"method": ["lora", "qlora"]},
+            "when": {"method": ["lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]},
             "values": ["embed", "lm_head"],
             "each": {"embed": "Train the embeddings in full", "lm_head": "Train lm_head in full"},
         },
@@ -530,7 +551,27 @@ class FinetuneWorkload(_Frozen):
                 "QLoRA adapters stay fp32",
             ),
         },
-        form={"when": {"method": ["lora", "qlora"]}, "accessible": "Adapter dtype"},
+        form={"when": {"method": ["lora", "qlora", "ia3"]}, "accessible": "Adapter dtype"},
+    )
+    #: prompt tuning, p-tuning, prefix tuning: peft's num_virtual_tokens
+    num_virtual_tokens: int = option(
+        20,
+        ge=1,
+        le=65536,
+        label="Virtual tokens",
+        help="peft num_virtual_tokens: prompt and p-tuning put them before every sequence (the model runs over "
+        "that many more tokens); prefix tuning adds their keys and values to every layer's attention",
+        group="finetune",
+        form={"when": {"method": ["prompt-tuning", "p-tuning", "prefix-tuning"]}},
+    )
+    #: prefix tuning's reparametrisation: an MLP (token dim -> token dim -> layers x 2 x token dim) makes the prefix
+    prefix_projection: bool = option(
+        False,
+        label="prefix projection",
+        help="peft prefix_projection: an MLP makes every layer's prefix keys and values from one embedding per "
+        "virtual token (more trainable parameters: its output layer has layers x 2 x the key width rows)",
+        group="finetune",
+        form={"when": {"method": ["prefix-tuning"]}},
     )
     #: DoRA (weight-decomposed LoRA): magnitude vectors and per-layer weight norms
     dora: bool = option(

@@ -42,7 +42,12 @@ CHILD_TIMEOUT = Message("trace.child.timeout", "the trace took longer than {seco
 CHILD_GARBLED = Message("trace.child.garbled", "the trace's answer is not what vramdesk expects ({problem})")
 NOT_TRANSFORMERS = Message("trace.plan.engine", "the trace runs transformers; this plan's engine is {engine}")
 ONE_GPU = Message("trace.plan.one_gpu", "the trace runs one GPU's share; this plan spreads over {gpus} GPUs")
-METHOD = Message("trace.plan.method", "the trace runs full fine-tuning and LoRA; this plan uses {method}")
+METHOD = Message(
+    "trace.plan.method",
+    "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning and prefix tuning; this plan uses {method}",
+)
+#: the fine-tuning methods the trace child runs (the child's own list: vramdesk.tracing.child.PEFT_METHODS)
+TRACED_METHODS = ("full", "lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning")
 OPTIMIZER = Message(
     "trace.plan.optimizer",
     "the trace runs galore-adamw, apollo, apollo-mini, adam-mini, adamw, adamw-fused, adamw-forloop, sgd or "
@@ -142,7 +147,7 @@ def trace_request(scenario: Scenario, config: dict[str, Any], decode_steps: int 
 
 
 def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
-    if work.method not in ("full", "lora"):
+    if work.method not in TRACED_METHODS:
         raise TraceRunError(METHOD(method=work.method))
     if work.optimizer not in TRACED_OPTIMIZERS or work.optimizer_in_backward:
         raise TraceRunError(OPTIMIZER(optimizer=work.optimizer))
@@ -158,6 +163,12 @@ def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
         "grad_checkpointing": work.grad_checkpointing,
         "attention": attention,
     }
+    if work.method != "full":
+        plan["adapter_dtype"] = work.adapter_dtype
+    if work.method in ("prompt-tuning", "p-tuning", "prefix-tuning"):
+        plan["num_virtual_tokens"] = work.num_virtual_tokens
+    if work.method == "prefix-tuning":
+        plan["prefix_projection"] = work.prefix_projection
     if work.method == "lora":
         targets = list(work.lora_targets)
         plan.update(
@@ -165,7 +176,6 @@ def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
             lora_alpha=2 * work.lora_rank,
             lora_dropout=work.lora_dropout,
             lora_targets="all-linear" if targets == ["all-linear"] else targets,
-            adapter_dtype=work.adapter_dtype,
         )
     return plan
 

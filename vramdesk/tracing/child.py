@@ -19,11 +19,12 @@ made by a step on zero gradients, so that the measured step is the steady one, a
 ``optimizer step``.
 
 Plan keys. Inference: ``mode`` "inference", ``batch``, ``input_len``, ``decode_steps``, ``dtype`` (bf16 | fp16 |
-fp32), ``attention`` (sdpa | eager). Training: ``mode`` "finetune", ``method`` (full | lora), ``micro_batch``,
-``seq_len``, ``precision`` (bf16 | fp16 | fp32 | amp-bf16 | amp-fp16), ``optimizer`` (adamw | adamw-fused |
-adamw-forloop | sgd | adafactor), ``grad_checkpointing``, ``attention``, and for LoRA ``lora_rank``,
-``lora_alpha``, ``lora_dropout``, ``lora_targets`` (a list of module names or "all-linear"), ``adapter_dtype``
-(fp32 | base).
+fp32), ``attention`` (sdpa | eager). Training: ``mode`` "finetune", ``method`` (full | lora | ia3 | prompt-tuning |
+p-tuning | prefix-tuning), ``micro_batch``, ``seq_len``, ``precision`` (bf16 | fp16 | fp32 | amp-bf16 | amp-fp16),
+``optimizer`` (adamw | adamw-fused | adamw-forloop | sgd | adafactor), ``grad_checkpointing``, ``attention``, and for
+LoRA ``lora_rank``, ``lora_alpha``, ``lora_dropout``, ``lora_targets`` (a list of module names or "all-linear"), and
+for a peft method ``adapter_dtype`` (fp32 | base); IA3 takes peft's default modules for the model type; prompt
+tuning, p-tuning and prefix tuning ``num_virtual_tokens``, prefix tuning ``prefix_projection``.
 
 Errors: one line on stderr and exit status 3 (``EXIT_REFUSED``) for a plan or config it refuses, 4
 (``EXIT_MISSING``) when torch, transformers or peft cannot be imported, naming them.
@@ -490,11 +491,28 @@ def run_inference(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tupl
     return counts
 
 
-def _peft_model(model: Any, plan: dict[str, Any]) -> Any:
-    from peft import LoraConfig, get_peft_model
+#: the plan's methods the trace runs through peft (full fine-tuning needs none)
+PEFT_METHODS = ("lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning")
 
+
+def _peft_config(plan: dict[str, Any]) -> Any:
+    """peft's config for the plan's method, with peft's own defaults for what the plan does not set."""
+    import peft
+
+    method = plan.get("method", "lora")
+    if method == "ia3":
+        # target_modules / feedforward_modules None: peft's defaults for the model type
+        return peft.IA3Config(task_type="CAUSAL_LM")
+    tokens = int(plan.get("num_virtual_tokens", 20))
+    if method == "prompt-tuning":
+        return peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=tokens)
+    if method == "p-tuning":
+        return peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=tokens)
+    if method == "prefix-tuning":
+        projection = bool(plan.get("prefix_projection", False))
+        return peft.PrefixTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=tokens, prefix_projection=projection)
     targets = plan.get("lora_targets", "all-linear")
-    lcfg = LoraConfig(
+    return peft.LoraConfig(
         r=int(plan.get("lora_rank", 16)),
         lora_alpha=int(plan.get("lora_alpha", 32)),
         lora_dropout=float(plan.get("lora_dropout", 0.0)),
@@ -502,8 +520,15 @@ def _peft_model(model: Any, plan: dict[str, Any]) -> Any:
         task_type="CAUSAL_LM",
         bias="none",
     )
+
+
+def _peft_model(model: Any, plan: dict[str, Any]) -> Any:
+    from peft import get_peft_model
+
     with module_to_noop():
-        return get_peft_model(model, lcfg, autocast_adapter_dtype=plan.get("adapter_dtype", "fp32") == "fp32")
+        return get_peft_model(
+            model, _peft_config(plan), autocast_adapter_dtype=plan.get("adapter_dtype", "fp32") == "fp32"
+        )
 
 
 def _mark_loss_phases(tracker: AllocTracker, model: Any) -> Any:
@@ -521,14 +546,17 @@ def run_training(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tuple
     if precision not in ("bf16", "fp16", "fp32", "amp-bf16", "amp-fp16"):
         raise RefusedError(f"precision {precision!r} is not traced")
     method = str(plan.get("method", "lora"))
-    if method not in ("full", "lora"):
-        raise RefusedError(f"method {method!r} is not traced yet (full or lora)")
+    if method not in ("full", *PEFT_METHODS):
+        raise RefusedError(f"method {method!r} is not traced yet (full, {', '.join(PEFT_METHODS)})")
     param_dtype = getattr(torch, DTYPES.get(precision, "float32"))
     ckpt = bool(plan.get("grad_checkpointing", True))
+    if method == "prefix-tuning" and ckpt:
+        # (peft refuses it when checkpointing is on before get_peft_model; the trace turns it on after)
+        raise RefusedError("prefix tuning does not work with gradient checkpointing (peft refuses it)")
     batch, seq = int(plan["micro_batch"]), int(plan["seq_len"])
     tracker.mark("load")
     model = build_model(cfg, param_dtype, str(plan.get("attention", "sdpa")))
-    if method == "lora":
+    if method in PEFT_METHODS:
         model = _peft_model(model, plan)
         if ckpt:
             model.enable_input_require_grads()  # as HF Trainer / peft do for reentrant checkpointing
