@@ -1,11 +1,14 @@
 """Build everything this machine can build into dist/.
 
     python packaging/build.py                 # the bundle, then the installers for this system
+    python packaging/build.py --host          # Linux: the bundle from this machine's Python (needs its glibc)
     python packaging/build.py --skip-bundle   # reuse dist/vramdesk (e.g. after editing the .deb layout)
     python packaging/build.py --fast          # CI: the same files, lighter compression (about 40 s less)
     python packaging/build.py --deb-compression zstd   # faster still (xz is the default: smallest)
 
-Linux:   dist/vramdesk/ (PyInstaller onedir), dist/vramdesk-<version>-linux-x86_64.tar.gz,
+Linux:   dist/vramdesk/ (PyInstaller onedir, built in a Debian 11 root made with debootstrap, so that it needs
+         glibc 2.31 at most: packaging/linux/buildroot.py; --host builds it here instead),
+         dist/vramdesk-<version>-linux-x86_64.tar.gz,
          dist/vramdesk_<version>_amd64.deb, and dist/vramdesk-<version>-x86_64.AppImage when appimagetool is on
          PATH (packaging/appimage/build_appimage.sh).
 Windows: dist/vramdesk/ and, when makensis is on PATH, dist/vramdesk-<version>-windows-x64-setup.exe.
@@ -22,7 +25,6 @@ import argparse
 import os
 import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tarfile
@@ -38,13 +40,10 @@ BUILD = ROOT / "build"
 APP_ID = "io.github.vramdesk.VramDesk"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
 
-#: system libraries the bundle links to but does not carry (PyInstaller leaves out libc, GL, EGL, wayland...):
-#: the .deb depends on them; every Debian 12 / Ubuntu 22.04 desktop has them
-DEB_DEPENDS = (
-    "libegl1, libgl1, libfontconfig1, libfreetype6, libxkbcommon0, libxkbcommon-x11-0, "
-    "libxcb-cursor0, libx11-xcb1, libwayland-client0, libwayland-cursor0, libwayland-egl1, libdbus-1-3, "
-    "shared-mime-info, hicolor-icon-theme"
-)
+sys.path.insert(0, str(PACKAGING / "linux"))
+import buildroot  # noqa: E402
+import deb  # noqa: E402
+import licences  # noqa: E402
 
 
 def version() -> str:
@@ -87,6 +86,9 @@ def build_bundle() -> Path:
     bundle = DIST / ("vramdesk.app" if sys.platform == "darwin" else "vramdesk")
     if sys.platform.startswith("linux"):
         strip_python(bundle)
+        with (ROOT / "pyproject.toml").open("rb") as f:
+            project_licence = tomllib.load(f)["project"]["license"]
+        licences.main(bundle, BUILD / "pyinstaller" / "vramdesk" / "collected.json", project_licence)
     return bundle
 
 
@@ -126,7 +128,7 @@ def install_desktop_files(root: Path, share: Path) -> None:
     for size in ICON_SIZES:
         d = share / "icons" / "hicolor" / f"{size}x{size}" / "apps"
         d.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(PACKAGING / "icons" / f"vramdesk-{size}.png", d / "vramdesk.png")
+        shutil.copy2(ROOT / "resources" / "icons" / f"vramdesk-{size}.png", d / "vramdesk.png")
     d = share / "icons" / "hicolor" / "scalable" / "apps"
     d.mkdir(parents=True, exist_ok=True)
     shutil.copy2(PACKAGING / "icons" / "vramdesk.svg", d / "vramdesk.svg")
@@ -156,60 +158,19 @@ def _normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
 
 
 def build_deb(bundle: Path, ver: str, compression: str, level: int = 6) -> Path:
-    """/opt/vramdesk (the bundle), /usr/bin/vramdesk -> /opt/vramdesk/vramdesk, and the desktop integration.
-
-    No maintainer scripts: dpkg's file triggers (shared-mime-info, desktop-file-utils, hicolor-icon-theme)
-    update the MIME, desktop and icon caches on install and removal, and `dpkg -r` removes every file."""
-    dpkg_deb = shutil.which("dpkg-deb")
-    if not dpkg_deb:
-        raise SystemExit("dpkg-deb not found (apt-get install dpkg): cannot build the .deb")
-    out = DIST / f"vramdesk_{ver}_amd64.deb"
-    root = BUILD / "deb" / "root"
-    shutil.rmtree(root.parent, ignore_errors=True)
-    shutil.copytree(bundle, root / "opt" / "vramdesk", symlinks=True)
-    (root / "usr" / "bin").mkdir(parents=True)
-    (root / "usr" / "bin" / "vramdesk").symlink_to("/opt/vramdesk/vramdesk")
-    share = root / "usr" / "share"
-    install_desktop_files(root, share)
-    doc = share / "doc" / "vramdesk"
-    doc.mkdir(parents=True)
-    (doc / "copyright").write_text(
-        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
-        "Upstream-Name: vramdesk\n\nFiles: *\nCopyright: vramdesk developers\nLicense: Apache-2.0\n"
-        " On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n"
-        "\nFiles: opt/vramdesk/_internal/*\nComment: bundled third-party libraries (Qt/PySide6: LGPL-3.0;\n"
-        " numpy, OpenBLAS: BSD-3-Clause; pydantic, huggingface_hub: MIT/Apache-2.0; Python: PSF-2.0;\n"
-        " DejaVu fonts: Bitstream Vera licence, see opt/vramdesk/_internal/vramdesk/resources/fonts)\n"
+    """The .deb (packaging/linux/deb.py): the bundle in /usr/lib/vramdesk and the desktop integration."""
+    return deb.build(
+        bundle,
+        DIST / f"vramdesk_{ver}_amd64.deb",
+        BUILD / "deb" / "root",
+        ver,
+        compression,
+        level,
+        lambda share: install_desktop_files(share.parent.parent, share),
+        ROOT / "CHANGELOG.md",
+        _epoch(),
+        log,
     )
-    for p in root.rglob("*"):  # dpkg wants 0755 dirs and no group/world-writable files
-        if p.is_symlink():
-            continue
-        mode = p.stat().st_mode
-        p.chmod(0o755 if p.is_dir() or mode & stat.S_IXUSR else 0o644)
-    installed_kib = (tree_size(root) + 1023) // 1024
-    debian = root / "DEBIAN"
-    debian.mkdir()
-    (debian / "control").write_text(
-        f"Package: vramdesk\nVersion: {ver}\nArchitecture: amd64\nMaintainer: vramdesk developers "
-        "<vramdesk@users.noreply.github.com>\nInstalled-Size: "
-        f"{installed_kib}\nDepends: libc6 (>= {glibc_version()}), {DEB_DEPENDS}\nSection: science\nPriority: optional\n"
-        "Homepage: https://github.com/vramdesk/vramdesk\n"
-        "Description: GPU memory estimates for LLM inference and fine-tuning\n"
-        " Will this model run or fine-tune on this GPU? vramdesk shows the memory each part takes\n"
-        " (weights, KV cache, activations, optimizer states), when the peak happens and what to change\n"
-        " if it does not fit. Self-contained: the app and its Python runtime live in /opt/vramdesk.\n"
-    )
-    cmd = [dpkg_deb, "--root-owner-group", f"-Z{compression}"]
-    if compression in ("xz", "gzip"):
-        cmd.append(f"-z{level}")
-    run([*cmd, "--build", str(root), str(out)], env={**os.environ, "SOURCE_DATE_EPOCH": str(_epoch())})
-    return out
-
-
-def glibc_version() -> str:
-    """The bundle carries the build host's libraries, so it needs at least the build host's glibc."""
-    name, _, ver = (os.confstr("CS_GNU_LIBC_VERSION") or "glibc 2.36").partition(" ")
-    return ver if name == "glibc" and ver else "2.36"
 
 
 def _epoch() -> int:
@@ -261,6 +222,13 @@ def timed(step: Callable[..., Path | None], *args: object) -> Path | None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--skip-bundle", action="store_true", help="reuse dist/vramdesk instead of running PyInstaller")
+    p.add_argument(
+        "--host",
+        action="store_true",
+        help="Linux: run PyInstaller with this Python here instead of in the Debian 11 build root (the bundle then "
+        "needs this machine's glibc)",
+    )
+    p.add_argument("--bundle-only", action="store_true", help="stop after the PyInstaller bundle")
     p.add_argument("--deb-compression", default="xz", choices=["xz", "gzip", "zstd", "none"])
     p.add_argument("--no-tarball", action="store_true", help="Linux: skip the .tar.gz")
     p.add_argument(
@@ -277,10 +245,17 @@ def main(argv: list[str] | None = None) -> int:
         bundle = DIST / ("vramdesk.app" if sys.platform == "darwin" else "vramdesk")
         if not bundle.exists():
             raise SystemExit(f"{bundle} does not exist: run without --skip-bundle")
+    elif sys.platform.startswith("linux") and not args.host:
+        try:
+            bundle = buildroot.build_bundle_in_root(ROOT)
+        except buildroot.RootError as err:
+            raise SystemExit(f"error: {err}") from None
     else:
         bundle = build_bundle()
     t_bundle = time.monotonic() - t0
     log(f"bundle {bundle.relative_to(ROOT)}: {tree_size(bundle) / 1e6:.1f} MB in {t_bundle:.1f} s")
+    if args.bundle_only:
+        return 0
 
     outputs: list[Path | None] = []
     if sys.platform.startswith("linux"):

@@ -140,19 +140,19 @@ def dpkg_contents(deb: Path) -> list[str]:
 
 def check_layout(paths: list[str]) -> None:
     want = [
-        "/opt/vramdesk/vramdesk",
+        "/usr/lib/vramdesk/vramdesk",
         "/usr/bin/vramdesk",
         f"/usr/share/applications/{APP_ID}.desktop",
         f"/usr/share/metainfo/{APP_ID}.metainfo.xml",
         "/usr/share/mime/packages/vramdesk.xml",
         "/usr/share/icons/hicolor/scalable/apps/vramdesk.svg",
-        "/opt/vramdesk/_internal/vramdesk/resources/catalog/models.json",
+        "/usr/lib/vramdesk/_internal/vramdesk/resources/catalog/models.json",
         *(f"/usr/share/icons/hicolor/{s}x{s}/apps/vramdesk.png" for s in ICON_SIZES),
     ]
     missing = [w for w in want if w not in paths]
     if missing:
         raise SmokeError("the .deb lacks " + ", ".join(missing))
-    print(f"  ok layout: {len(paths)} entries, /opt/vramdesk + /usr/bin + desktop entry, metainfo, MIME, icons")
+    print(f"  ok layout: {len(paths)} entries, /usr/lib/vramdesk + /usr/bin + desktop entry, metainfo, MIME, icons")
 
 
 def validate_desktop_files(root: Path) -> None:
@@ -182,10 +182,10 @@ def smoke_extract(deb: Path, ver: str) -> None:
         root = Path(tmp)
         subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
         link = root / "usr/bin/vramdesk"
-        if os.readlink(link) != "/opt/vramdesk/vramdesk":
+        if os.readlink(link) != "../lib/vramdesk/vramdesk":
             raise SmokeError(f"/usr/bin/vramdesk points to {os.readlink(link)}")
         validate_desktop_files(root)
-        check_app(root / "opt/vramdesk/vramdesk", ver)
+        check_app(root / "usr/lib/vramdesk/vramdesk", ver)
 
 
 def smoke_install(deb: Path, ver: str) -> None:
@@ -215,7 +215,7 @@ def smoke_install(deb: Path, ver: str) -> None:
         check_app(Path("/usr/bin/vramdesk"), ver)
     finally:
         subprocess.run(["dpkg", "--purge", "vramdesk"], check=True, env=env, stdout=subprocess.DEVNULL)
-    left = [f for f in files if f.startswith(("/opt/vramdesk", "/usr/bin/vramdesk")) or "vramdesk" in Path(f).name]
+    left = [f for f in files if f.startswith(("/usr/lib/vramdesk", "/usr/bin/vramdesk")) or "vramdesk" in Path(f).name]
     left = [f for f in left if os.path.lexists(f)]
     if left:
         raise SmokeError("left behind after dpkg --purge: " + ", ".join(left[:10]))

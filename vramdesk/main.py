@@ -25,8 +25,16 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM"))
 
 
+def opens_a_file(args: Sequence[str]) -> list[str]:
+    """A bare saved scenario (a double-click on a ``.vramdesk.json``, ``vramdesk plan.vramdesk.json``, macOS
+    "Open with") opens in the window, like ``vramdesk gui FILE``."""
+    if len(args) == 1 and args[0].endswith(".vramdesk.json"):
+        return ["gui", args[0]]
+    return list(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = opens_a_file(sys.argv[1:] if argv is None else argv)
     if args[:2] == ["-m", "vramdesk.ui.export"]:
         # `vramdesk export` renders charts in a child process so the CLI never imports Qt; a frozen build has
         # no `python -m`, so the bundle's own executable answers that form of the command line
@@ -49,13 +57,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-        from vramdesk.ui.app import run
-
-        code: int = run(args)
-        return code
+        return _run_window(args)
     from vramdesk.cli import main as cli_main
 
     return cli_main(args)
+
+
+def _run_window(args: list[str]) -> int:
+    """The window, after checking that Qt's libraries load here (Qt itself would abort with a guess)."""
+    from vramdesk import qt_libs
+
+    problem = qt_libs.preflight()
+    if problem:
+        print(f"vramdesk: error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        from vramdesk.ui.app import run
+    except ImportError as err:
+        if "PySide6" not in repr(err) and ".so" not in str(err):
+            raise
+        print(f"vramdesk: error: {qt_libs.import_error_advice(err)}", file=sys.stderr)
+        return 2
+    code: int = run(args)
+    return code
 
 
 if __name__ == "__main__":

@@ -65,19 +65,13 @@ def test_spec_is_python_and_onedir_with_the_resources() -> None:
         assert f'"{needed}"' not in text, f"{needed} must not be excluded"
 
 
-def test_launcher_opens_a_bare_scenario_file_in_the_window() -> None:
-    spec = importlib.util.spec_from_file_location("vramdesk_packaging_launcher", PKG / "launcher.py")
-    assert spec and spec.loader
-    launcher = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launcher)
-    argv = sys.argv
-    try:
-        sys.argv = ["vramdesk", "/data/plans/plan.vramdesk.json"]
-        assert launcher._argv() == ["gui", "/data/plans/plan.vramdesk.json"]
-        sys.argv = ["vramdesk", "estimate", "x.vramdesk.json"]
-        assert launcher._argv() == ["estimate", "x.vramdesk.json"]
-    finally:
-        sys.argv = argv
+def test_a_bare_scenario_file_opens_in_the_window() -> None:
+    from vramdesk.main import opens_a_file
+
+    assert opens_a_file(["/data/plans/plan.vramdesk.json"]) == ["gui", "/data/plans/plan.vramdesk.json"]
+    assert opens_a_file(["estimate", "x.vramdesk.json"]) == ["estimate", "x.vramdesk.json"]
+    assert opens_a_file([]) == []
+    assert "from vramdesk.main import main" in (PKG / "launcher.py").read_text(encoding="utf-8")
 
 
 def test_build_script_version_is_the_project_version() -> None:
@@ -143,8 +137,9 @@ def test_mime_type_globs_saved_scenarios() -> None:
 def test_icons_exist_in_every_size() -> None:
     icons = PKG / "icons"
     ET.parse(icons / "vramdesk.svg")  # well-formed
-    for size in (*ICON_SIZES, 1024):
-        assert png_size(icons / f"vramdesk-{size}.png") == (size, size)
+    for size in ICON_SIZES:  # the window's icons and the installers' are the same files (resources/icons)
+        assert png_size(ROOT / "resources" / "icons" / f"vramdesk-{size}.png") == (size, size)
+    assert png_size(icons / "vramdesk-1024.png") == (1024, 1024)
     ico = (icons / "vramdesk.ico").read_bytes()
     reserved, kind, count = struct.unpack("<HHH", ico[:6])
     assert (reserved, kind) == (0, 1)
@@ -172,11 +167,27 @@ def test_deb_layout_from_a_stand_in_bundle(tmp_path: Path, monkeypatch: pytest.M
     (bundle / "_internal/vramdesk/resources/catalog/models.json").write_text("{}")
     (bundle / "vramdesk").write_text("#!/bin/sh\necho vramdesk 0.0\n")
     (bundle / "vramdesk").chmod(0o755)
+    gcc = shutil.which("gcc")
+    if gcc:  # a real shared library that needs zlib from the system: the .deb must depend on zlib1g
+        src = tmp_path / "z.c"
+        src.write_text("#include <string.h>\nint f(char *a, const char *b) { strcpy(a, b); return 0; }\n")
+        lib = bundle / "_internal" / "libstandin.so"
+        subprocess.run(
+            [gcc, "-shared", "-fPIC", "-o", str(lib), str(src), "-Wl,--no-as-needed", "-l:libz.so.1"], check=True
+        )
     deb = build.build_deb(bundle, "9.9.9", "gzip")
     assert deb.name == "vramdesk_9.9.9_amd64.deb"
     smoke_test.check_layout(smoke_test.dpkg_contents(deb))
     fields = subprocess.run(["dpkg-deb", "-f", str(deb)], capture_output=True, text=True, check=True).stdout
-    assert "Package: vramdesk" in fields and "Depends: libc6 (>= " in fields and "Installed-Size:" in fields
+    assert "Package: vramdesk" in fields and "Installed-Size:" in fields
+    depends = next(line for line in fields.splitlines() if line.startswith("Depends: "))
+    if gcc:
+        assert depends.startswith("Depends: libc6 (>= 2.") and ", zlib1g," in depends, depends
+    assert depends.endswith("libegl1, libgl1, shared-mime-info, hicolor-icon-theme"), depends
+    listed = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    assert "./usr/share/doc/vramdesk/changelog.gz" in listed and "./usr/share/lintian/overrides/vramdesk" in listed
+    control = subprocess.run(["dpkg-deb", "-I", str(deb)], capture_output=True, text=True, check=True).stdout
+    assert " md5sums" in control
 
 
 # --- Windows, macOS, AppImage -----------------------------------------------------------------------------------
