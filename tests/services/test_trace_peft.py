@@ -6,41 +6,16 @@ transformers 5.24, peft 0.21.2)."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
+from test_trace import CONFIGS, TRACE_PYTHON, needs_torch  # the same tiny configs as the LoRA traces
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.scenario import Scenario
 from vramdesk.services import trace as tr
 
-TRACE_PYTHON = os.environ.get("VRAMDESK_TRACE_PYTHON")
-needs_torch = pytest.mark.skipif(not TRACE_PYTHON, reason="VRAMDESK_TRACE_PYTHON (a Python with torch) is not set")
-
-_COMMON = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 4096}
-CONFIGS: dict[str, dict[str, Any]] = {
-    "llama": {
-        **_COMMON,
-        "model_type": "llama",
-        "intermediate_size": 688,
-        "num_key_value_heads": 4,
-        "max_position_embeddings": 2048,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-    },
-    "qwen3": {
-        **_COMMON,
-        "model_type": "qwen3",
-        "intermediate_size": 768,
-        "num_key_value_heads": 4,
-        "head_dim": 64,
-        "max_position_embeddings": 4096,
-        "tie_word_embeddings": True,
-        "torch_dtype": "bfloat16",
-    },
-}
 IA3 = {"kind": "finetune", "method": "ia3", "seq_len": 512}
 PROMPT = {"kind": "finetune", "method": "prompt-tuning", "seq_len": 512}
 P_TUNING = {"kind": "finetune", "method": "p-tuning", "seq_len": 512}

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from benchload import load_benchmark
 from PySide6.QtGui import QGuiApplication, QImage
+from uiwindow import shown_window
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.storage.library import ScenarioLibrary
 from vramdesk.ui import qtapp
 from vramdesk.ui.app_identity import APP_ID, ICON_SIZES, app_icon, window_title
 from vramdesk.ui.main_window import MainWindow
@@ -24,12 +24,7 @@ DESKTOP_ENTRY = ROOT / "packaging" / "linux" / f"{APP_ID}.desktop"
 
 @pytest.fixture
 def window(qtbot, tmp_path: Path) -> MainWindow:
-    qtapp.ensure_app()
-    w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return shown_window(qtbot, tmp_path)
 
 
 def test_the_application_has_the_icon_in_every_size(qapp) -> None:

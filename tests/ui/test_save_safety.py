@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from uiwindow import shown_window
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
 from vramdesk.core.scenario import Scenario
 from vramdesk.storage.library import ScenarioLibrary
-from vramdesk.ui import qtapp
 from vramdesk.ui.main_window import MainWindow
 from vramdesk.ui.work_history import change_text, same_plan
 
@@ -22,12 +22,7 @@ OTHER_MODEL = "meta-llama/Llama-3.1-70B"
 
 @pytest.fixture
 def window(qtbot, tmp_path: Path) -> MainWindow:
-    qtapp.ensure_app()
-    w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return shown_window(qtbot, tmp_path)
 
 
 class Asker:

@@ -21,9 +21,9 @@ from PySide6.QtCore import QByteArray, QUrl
 from PySide6.QtGui import QFileOpenEvent
 from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
+from uiwindow import shown_window
 
 from vramdesk.core.defaults import DEFAULT_SCENARIO
-from vramdesk.storage.library import ScenarioLibrary
 from vramdesk.storage.scenarios import save_scenario
 from vramdesk.ui import app as ui_app
 from vramdesk.ui import qtapp
@@ -68,12 +68,7 @@ def scenario_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def window(qtbot, tmp_path: Path) -> MainWindow:
-    qtapp.ensure_app()
-    w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return shown_window(qtbot, tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------- the hand-off
