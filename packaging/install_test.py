@@ -30,9 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packaging"))
 sys.path.insert(0, str(ROOT / "packaging" / "linux"))
-from buildroot import Distro, RootError, enter, make_root, remove_root, roots_dir  # noqa: E402
-
 from build import APP_ID, DIST, version  # noqa: E402
+from buildroot import Distro, RootError, enter, make_root, remove_root, roots_dir  # noqa: E402
 
 UBUNTU = "http://archive.ubuntu.com/ubuntu"
 #: the keyring packages that sign each Ubuntu release, pinned by SHA-256 (the roots' trust anchor)
