@@ -48,9 +48,4 @@ def wait_advice(qtbot: Any, w: MainWindow) -> dict:
 
 def shown_window(qtbot: Any, tmp_path: Path) -> MainWindow:
     """A MainWindow on the default plan with its library under ``tmp_path``, shown and exposed."""
-    qtapp.ensure_app()
-    w = MainWindow(DEFAULT_SCENARIO, hub_search=None, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+    return make_window(qtbot, wait=False, detect=None, library=ScenarioLibrary(tmp_path / "lib"))
