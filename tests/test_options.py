@@ -88,6 +88,8 @@ def test_every_option_reaches_the_scenario_from_the_command_line(opt: Option) ->
         argv += [opt.cli, text]
     if opt.name == "gpu_count":
         argv[3] = text
+    if opt.name == "block_training":  # (LISA and BAdam train the layers of a full fine-tune)
+        argv += ["--method", "full"]
     ns = cli.build_parser().parse_args(argv)
     scenario = cli.scenario_from(MODEL, cli._options_dict(ns))
     assert opt.get(scenario.model_dump()) == value
@@ -102,6 +104,7 @@ def test_every_option_is_a_jsonl_key(opt: Option) -> None:
         "mode": opt.mode or "finetune",
         # offloading parameters is a ZeRO-3 feature: the plan must have it to be estimated
         **({"zero": 3} if opt.name == "offload" else {}),
+        **({"method": "full"} if opt.name == "block_training" else {}),
         opt.flag: list(value) if isinstance(value, tuple) else value,
     }
     out = io.StringIO()
@@ -161,6 +164,8 @@ def test_every_form_option_round_trips_through_the_form(opt: Option) -> None:
     mode = opt.mode or "finetune"
     data: dict[str, Any] = {"model": {"id": MODEL}, "workload": {"kind": mode}, "hardware": {"gpu_count": 4}}
     opt.put(data, value)
+    if opt.name == "block_training":
+        data["workload"]["method"] = "full"
     scenario = sc.Scenario.model_validate(data)
     form = form_from_scenario(scenario)
     back = scenario_from_form(scenario, form)

@@ -173,6 +173,8 @@ def _scenario_errors() -> list[Text]:
         {**base, "workload": {"kind": "finetune", "method": "full", "lora_bias": "all"}},
         {**base, "workload": {"kind": "finetune", "method": "lora", "optimizer": "galore-adamw"}},
         {**base, "workload": {"kind": "finetune", "method": "full", "optimizer": "lomo", "grad_accum": 4}},
+        {**base, "workload": {"kind": "finetune", "method": "lora", "block_training": "lisa"}},
+        {**base, "workload": {"kind": "finetune", "method": "full", "block_training": "badam", "optimizer": "lomo"}},
         {**base, "name": "x" * 300},
     ]
     out = []

@@ -28,6 +28,7 @@ from vramdesk.core import (
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.messages import MESSAGES, Message, Text, fields
+from vramdesk.core.optimizers import blockwise
 from vramdesk.core.scenario import FinetuneWorkload, Parallelism, Scenario
 from vramdesk.core.training import training_phases
 from vramdesk.core.training_plan import TrainingError, check_plan
@@ -37,6 +38,7 @@ from vramdesk.ui.core_text import localize, message_table
 LANG = "zh_CN"
 CAT = default_catalog()
 MODULES: tuple[ModuleType, ...] = (
+    blockwise,
     lora,
     optimizers,
     parallel,
@@ -124,6 +126,8 @@ PLANS: list[tuple[str, dict[str, Any], dict[str, Any], int, str]] = [
     (L8, {"method": "p-tuning", "num_virtual_tokens": 32}, {}, 1, "auto"),
     (Q4, {"method": "prefix-tuning", "grad_checkpointing": False}, {}, 1, "auto"),
     (Q4, {"method": "prefix-tuning", "grad_checkpointing": False, "prefix_projection": True}, {}, 1, "auto"),
+    (L8, {"method": "full", "block_training": "lisa"}, {}, 1, "auto"),
+    (Q15, {"method": "full", "block_training": "badam", "active_layers": 2}, {}, 1, "auto"),
 ]
 
 
@@ -157,6 +161,8 @@ def texts() -> list[tuple[str, set[str]]]:
     for model_id, work, par, gpus, base in PLANS:
         for t in _run_texts(model_id, work, par, gpus, base):
             names = {model_id, "lora_bias=all"}
+            if "block_training" in work:  # the methods' and the trainer's own names
+                names |= {"LISA", "LMFlow", "BAdam"}
             if "trainer" in work:  # a trainer's fixed settings are named as the command line spells them
                 names |= {str(work["trainer"]), *str(t.args.get("settings", "")).split(", ")} - {""}
             seen.setdefault(str(t), (t, names))
@@ -176,6 +182,13 @@ def texts() -> list[tuple[str, set[str]]]:
     for model_id in (MLA, "Qwen/Qwen3-Next-80B-A3B-Thinking"):
         t = _refusal(model_id, method="prefix-tuning", grad_checkpointing=False)
         seen.setdefault(str(t), (t, {model_id}))
+    # block-wise training sharded, or with more layers than the model has
+    for work, par, gpus in (({"active_layers": 99}, {}, 1), ({}, {"tp": 2}, 2)):
+        with pytest.raises(TrainingError) as info:
+            training_phases(
+                _facts(L8), FinetuneWorkload(method="full", block_training="badam", **work), Parallelism(**par), gpus
+            )
+        seen.setdefault(str(info.value), (info.value.args[0], {L8, "BAdam"}))
     # the per-token rule of a Gated DeltaNet layer (the last layer of the catalog's hybrid models is full attention)
     arch = CAT.facts("Qwen/Qwen3-Next-80B-A3B-Thinking").arch
     linear = next(layer for layer in arch.layers if layer.linear is not None)

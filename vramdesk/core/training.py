@@ -31,6 +31,7 @@ from .inventory import Tensor
 from .lora import lora_parameters
 from .messages import join
 from .optimizers import IN_BACKWARD, optimizer_bytes
+from .optimizers.blockwise import block_optimizer_bytes, block_refusal
 from .optimizers.in_backward import IN_BACKWARD_SHARDED, ONE_GRADIENT, in_backward_step
 from .parallel import (
     DEEPSPEED_FLAT_TEXT,
@@ -94,6 +95,11 @@ def training_phases(
     if _in_backward(work) and (par.zero or par.fsdp):
         raise TrainingError(IN_BACKWARD_SHARDED(optimizer=work.optimizer))
     model = _model_tensors(facts, work)
+    if work.block_training != "off":
+        sharded = bool(par.zero or par.fsdp) or par.tp > 1 or par.pp > 1
+        why = block_refusal(work.block_training, work.active_layers, sharded, model.text, facts.model_id)
+        if why:
+            raise TrainingError(why)
     # DeepSpeed (any ZeRO stage) casts the whole module to its 16-bit dtype and keeps fp32 master weights, Adam
     # moments and an fp32 gradient partition for every trainable parameter: 2 + 2 + 16 B
     deepspeed = par.zero > 0 and work.precision != "fp32"
@@ -178,6 +184,10 @@ def _optimizer_states(
 ) -> tuple[int, int, str, str]:
     """(state bytes, step temporary bytes, their explanations) of what trains, before any sharding."""
     p, st = tr.params, tr.storage
+    if tr.block is not None:
+        grad_b = round(st.gradient_bytes / max(1, p.trainable))
+        projection = (work.projection_rank, work.projection_gap)
+        return block_optimizer_bytes(work.optimizer, tr.block, st.state_element_bytes, grad_b, projection)
     states, temp, s_text, t_text = optimizer_bytes(
         work.optimizer,
         p.trainable,
@@ -308,7 +318,7 @@ def _components(
 ) -> _Parts:
     """The weights, gradients, optimizer states, activations, loss head and step temporaries per GPU."""
     acts, head = saved
-    grads_text = T.GRADIENTS_TRAINABLE if frozen_base(work.method) else T.GRADIENTS_ALL
+    grads_text = T.GRADIENTS_TRAINABLE if frozen_base(work.method) or tr.block else T.GRADIENTS_ALL
     trained = _trained_count(tr)
     grads = round(model.grads)
     # with pipeline parallel (1F1B) the first stage holds 1/pp of the layers but pp micro-batches in flight:
@@ -497,7 +507,9 @@ def _gradient_moments(
             )
             fresh_end = fresh
     tied = not any(t.role == "lm_head" for t in text_tensors)
-    if work.method == "full" and tied and not (par.zero or par.fsdp):
+    # (BAdam leaves the embedding frozen)
+    embed_trains = tr.block is None or any(t.role == "embedding" for t in tr.block.active)
+    if work.method == "full" and tied and embed_trains and not (par.zero or par.fsdp):
         # a tied embedding gets two gradients: the lm_head's at the loss head, stored, and the embedding's at the
         # very end of backward, computed in a fresh tensor and summed out of place into a third (traced:
         # Qwen2.5-1.5B under AMP, 2 x 0.87 GiB of fp32 over weights + states + gradients). With gradient
@@ -533,10 +545,9 @@ def _first_layer(
             first_grads = lora_parameters(first_layer, work.lora_rank) * a_b
         first_grads += sum(n for name, n in p.saved_copies if name in embed_names) * e_b
     else:
-        raw_grads = sum(t.numel for t in text_tensors) * prec.grads
-        first_grads = prec.grads * sum(
-            t.numel for t in text_tensors if t.layer == 0 or (t.role == "embedding" and not tied)
-        )
+        trained = tr.block.active if tr.block else text_tensors
+        raw_grads = sum(t.numel for t in trained) * prec.grads
+        first_grads = prec.grads * sum(t.numel for t in trained if t.layer == 0 or (t.role == "embedding" and not tied))
     later = per.grads * max(0.0, 1 - first_grads / max(1, raw_grads))
     c_later = comp(
         "gradients",
@@ -669,7 +680,8 @@ def _step_segments(
         if frozen_base(work.method):
             sizes, elem = [n for _, n in tr.params.saved_copies], tr.storage.other_param_bytes
         else:
-            sizes, elem = [t.numel for t in text_tensors], tr.storage.state_element_bytes
+            trained = tr.block.active if tr.block else text_tensors
+            sizes, elem = [t.numel for t in trained], tr.storage.state_element_bytes
         step_segments, count = step_new_segments(work.optimizer, sizes, elem, block)
         if step_segments:
             step_text = T.STEP_SEGMENTS(count=count, block_mib=block / MIB, gib=step_segments / GIB)

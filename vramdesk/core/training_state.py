@@ -16,6 +16,7 @@ from .inventory import Tensor
 from .lora import LINEAR_ROLES, lora_parameters, lora_targets
 from .messages import Message, free, join, text
 from .optimizers import optimizer_bytes
+from .optimizers.blockwise import BADAM_MASTER, BlockPlan, block_plan
 from .parallel import with_note
 from .peft_methods import LORA_METHODS, MethodParams, MethodSaved, frozen_base, method_params
 from .scenario import FinetuneWorkload, Parallelism
@@ -164,6 +165,8 @@ class Trained:
     backward: BackwardKeeps
     #: what a method other than LoRA trains (None for LoRA / QLoRA and a full fine-tune)
     method: MethodParams | None = None
+    #: a block-wise full fine-tune (LISA, BAdam): what trains in one interval (None: everything)
+    block: BlockPlan | None = None
 
 
 def what_trains(
@@ -187,32 +190,40 @@ def what_trains(
         return _adapters_train(facts, work, par, base_weights, deepspeed, tensors, residual_b)
     text_tensors = tensors[0]
     all_params = sum(t.numel for t in text_tensors)
+    # block-wise training: the gradients and the step of the active layers only; the weights stay whole
+    block = None if work.block_training == "off" else block_plan(work.block_training, work.active_layers, text_tensors)
+    trained = list(block.active) if block else text_tensors
+    trained_params = sum(t.numel for t in trained)
+    weights_explain = FULL_WEIGHTS(params=all_params, bytes=prec.weights, precision=prec.label)
+    if block and block.master_bytes:
+        weights_explain = join(" + ", weights_explain, BADAM_MASTER(params=block.active_params))
     return Trained(
         params=TrainedParams(
-            trainable=all_params,
+            trainable=trained_params,
             adapted_weights=(),
             saved_copies=(),
             saved_copy_params=0,
             bias_params=0,
-            matrix_shapes=tuple(t.shape for t in text_tensors if len(t.shape) >= 2),
-            largest_tensor_elements=max(t.numel for t in text_tensors),
+            matrix_shapes=tuple(t.shape for t in trained if len(t.shape) >= 2),
+            largest_tensor_elements=max(t.numel for t in trained),
             linear_params=sum(t.numel for t in text_tensors if t.role in LINEAR_ROLES and len(t.shape) >= 2),
         ),
         storage=TrainedStorage(
             base_weight_bytes=all_params * prec.weights,
-            adapter_weight_bytes=0,
-            gradient_bytes=all_params * prec.grads,
+            adapter_weight_bytes=block.master_bytes if block else 0,
+            gradient_bytes=trained_params * prec.grads,
             state_element_bytes=prec.state,
             adapter_param_bytes=0,
             other_param_bytes=0,
             other_state_bytes=0,
             other_step_temp_bytes=0,
-            weights_explain=FULL_WEIGHTS(params=all_params, bytes=prec.weights, precision=prec.label),
+            weights_explain=weights_explain,
         ),
         base=FrozenBase(),
         backward=BackwardKeeps(
             residual_bytes=residual_b, fp32_adapter_inputs=False, adapter_input_bytes=0, frozen_weight_bytes={}
         ),
+        block=block,
     )
 
 

@@ -39,6 +39,15 @@ IN_BACKWARD_ACCUM = Message(
     "input.optimizer_in_backward_accumulation",
     "{what} steps each parameter in the backward and frees its gradient: gradient accumulation ({steps}) must be 1",
 )
+BLOCK_FULL_ONLY = Message(
+    "input.block_training_full_only",
+    "block_training {mode} freezes and trains whole decoder layers of a full fine-tune ('full'), not '{method}'",
+)
+BLOCK_OPTIMIZER = Message(
+    "input.block_training_optimizer",
+    "block_training {mode} steps an ordinary optimizer over the active layers after the backward; {what} cannot "
+    "go with it",
+)
 ADAPTERS_ONLY = Message(
     "input.adapter_options_with_full",
     "modules_to_save and lora_bias apply to LoRA / QLoRA; a full fine-tune already trains every module",
@@ -216,6 +225,8 @@ AdapterDtype = Literal["fp32", "base"]
 FsdpStrategy = Literal["full", "shard-grad-op", "hybrid"]
 VisionTower = Literal["frozen", "trained", "absent"]
 Offload = Literal["none", "optimizer", "params"]
+#: block-wise training of a full fine-tune (core/optimizers/blockwise.py)
+BlockTraining = Literal["off", "lisa", "badam"]
 
 #: peft ``modules_to_save`` names -> the module kind they train in full ("embed" or "lm_head")
 SAVED_MODULES: dict[str, str] = {
@@ -431,6 +442,41 @@ class FinetuneWorkload(_Frozen):
         help="Each parameter is stepped in its gradient hook and its gradient freed (torchtune optimizer_in_bwd, "
         "HF Trainer's layer-wise GaLore): one gradient at a time instead of all; no gradient accumulation",
         group="finetune",
+    )
+    #: a few decoder layers train at a time, the others frozen: LISA (LMFlow's callback) or BAdam (BlockOptimizer)
+    block_training: BlockTraining = option(
+        "off",
+        label="Block-wise",
+        help="A full fine-tune where a few decoder layers train at a time and the others are frozen: gradients "
+        "and the optimizer's step for the active layers only",
+        group="finetune",
+        choices={
+            "off": ("off", "Every parameter trains in every step"),
+            "lisa": (
+                "LISA",
+                "LISA: a few layers drawn at random train in each interval with the embeddings and lm_head; the "
+                "optimizer is never reset, so the states of every layer once active accumulate",
+            ),
+            "badam": (
+                "BAdam",
+                "BAdam (BlockOptimizer): one block of layers trains at a time with fp32 copies and optimizer "
+                "states for that block only; the embeddings and lm_head stay frozen",
+            ),
+        },
+        form={"when": {"method": ["full"]}, "accessible": "Block-wise training"},
+    )
+    #: decoder layers trained at once: LISA's lisa_activated_layers, BAdam's layers per block; None = the
+    #: package's default (LMFlow 2, BAdam 1)
+    active_layers: int | None = option(
+        None,
+        ge=1,
+        le=4096,
+        label="Active layers",
+        help="Decoder layers that train at once: LISA's lisa_activated_layers (LMFlow's default 2), BAdam's "
+        "layers per block (1 by default)",
+        group="finetune",
+        shown="default",
+        form={"when": {"block_training": ["lisa", "badam"]}, "accessible": "Layers trained at once"},
     )
     precision: TrainPrecision = option(
         "bf16",
@@ -657,6 +703,12 @@ class FinetuneWorkload(_Frozen):
         if in_backward and self.grad_accum > 1:
             what = self.optimizer if self.optimizer in _FUSED else "optimizer_in_backward"
             raise ValueError(IN_BACKWARD_ACCUM(what=what, steps=self.grad_accum))
+        if self.block_training != "off":
+            if self.method != "full":
+                raise ValueError(BLOCK_FULL_ONLY(mode=self.block_training, method=self.method))
+            if self.optimizer in _FULL_ONLY or in_backward:
+                what = "optimizer_in_backward" if self.optimizer_in_backward else self.optimizer
+                raise ValueError(BLOCK_OPTIMIZER(mode=self.block_training, what=what))
         return self
 
     @model_validator(mode="after")

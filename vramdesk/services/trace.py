@@ -165,6 +165,9 @@ def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
     }
     if work.method != "full":
         plan["adapter_dtype"] = work.adapter_dtype
+    if work.block_training != "off":
+        plan["block_training"] = work.block_training
+        plan["active_layers"] = work.active_layers
     if work.method in ("prompt-tuning", "p-tuning", "prefix-tuning"):
         plan["num_virtual_tokens"] = work.num_virtual_tokens
     if work.method == "prefix-tuning":

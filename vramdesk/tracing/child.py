@@ -405,6 +405,54 @@ def make_optimizer(name: str, named: Sequence[tuple[str, Any]], plan: dict[str, 
     )
 
 
+def decoder_layers(model: Any) -> Any:
+    """The decoder layers' ModuleList (``model.model.layers``, GPT-NeoX's ``gpt_neox.layers``): what LISA freezes."""
+    layers = getattr(model.get_decoder(), "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        raise RefusedError("block-wise training is traced only for models whose decoder keeps its layers in .layers")
+    return layers
+
+
+def lisa_interval(model: Any, active: int) -> None:
+    """One interval of LMFlow's ``DynamicLayerActivationCallback.switch_active_layers``: every decoder layer frozen,
+    then ``active`` of them trainable again (the last ones: the estimate's choice among equal layers); the
+    embeddings, final norm and lm_head keep training."""
+    layers = decoder_layers(model)
+    if active > len(layers):
+        raise RefusedError(f"LISA trains {active} layers at a time, but the model has {len(layers)}")
+    for i, layer in enumerate(layers):
+        for p in layer.parameters():
+            p.requires_grad = i >= len(layers) - active
+
+
+def badam_optimizer(model: Any, plan: dict[str, Any]) -> Any:
+    """badam's ``BlockOptimizer`` over AdamW as its README wraps it: blocks of ``active_layers`` decoder layers
+    (one ``layers.N.`` prefix by default), embeddings and lm_head frozen; traced at the first block, the run's
+    largest interval (the later layers keep their activations for its gradients; with the embeddings frozen,
+    nothing before the active block does)."""
+    try:
+        from badam import BlockOptimizer
+    except ImportError as err:
+        raise RefusedError("badam is not installed in that Python: pip install badam") from err
+    n = len(decoder_layers(model))
+    active = int(plan.get("active_layers") or 1)
+    if active > n:
+        raise RefusedError(f"BAdam trains {active} layers at a time, but the model has {n}")
+    named = list(model.named_parameters())
+    base = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
+    prefixes = BlockOptimizer.infer_param_groups(None, [name for name, _ in named], False, False)
+    blocks = [[p for group in prefixes[i : i + active] for p in group] for i in range(0, len(prefixes), active)]
+    return BlockOptimizer(
+        base_optimizer=base,
+        named_parameters_list=named,
+        block_prefix_list=blocks,
+        switch_block_every=1000,
+        start_block=0,
+        switch_mode="descending",
+        verbose=0,
+    )
+
+
 def label_weights(tracker: AllocTracker, model: Any) -> tuple[int, int]:
     """Name the parameters' and buffers' allocation events and add any the mode did not see; returns the parameter
     count and the trainable count."""
@@ -562,10 +610,21 @@ def run_training(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tuple
             model.enable_input_require_grads()  # as HF Trainer / peft do for reentrant checkpointing
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    block = str(plan.get("block_training", "off"))
+    if block != "off" and method != "full":
+        raise RefusedError(f"block-wise training ({block}) is traced for full fine-tuning only")
+    if block != "off" and ckpt:
+        model.enable_input_require_grads()  # as LLaMA-Factory does for frozen embeddings under reentrant checkpoints
     model.train()
     counts = label_weights(tracker, model)
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    opt = make_optimizer(str(plan.get("optimizer", "adamw")), trainable, plan)
+    if block == "badam":
+        opt = badam_optimizer(model, plan)
+    elif block in ("off", "lisa"):
+        # (LISA: HF Trainer's optimizer, built over every parameter before the first switch)
+        opt = make_optimizer(str(plan.get("optimizer", "adamw")), trainable, plan)
+    else:
+        raise RefusedError(f"block_training {block!r} is not traced (off, lisa or badam)")
     skip_scalars = plan.get("optimizer") != "adamw-fused"
 
     def step() -> None:
@@ -575,9 +634,14 @@ def run_training(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tuple
         tracker.skip_scalar_allocs = False
 
     tracker.mark("optimizer warm-up")
-    for _, p in trainable:
+    # (LISA: states for every parameter, what the optimizer holds once every layer has been active)
+    for _, p in trainable if block != "badam" else [(n, p) for n, p in model.named_parameters() if p.requires_grad]:
         p.grad = torch.zeros_like(p)
     step()
+    if block == "lisa":
+        lisa_interval(model, int(plan.get("active_layers") or 2))
+    if block != "off":
+        counts = (counts[0], sum(p.numel() for p in model.parameters() if p.requires_grad))
     amp_dtype = torch.float16 if precision == "amp-fp16" else torch.bfloat16
     amp = torch.autocast("cpu", dtype=amp_dtype) if precision.startswith("amp") else contextlib.nullcontext()
     hook = _mark_loss_phases(tracker, model)
@@ -611,7 +675,9 @@ def trace(request: dict[str, Any]) -> dict[str, Any]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     tracker = AllocTracker(with_ops=False)
-    with FakeTensorMode(allow_non_fake_inputs=True), tracker:
+    # (what a library prints, badam's "Parameters with the following prefix will be trainable", goes to stderr:
+    # stdout carries the answer alone)
+    with contextlib.redirect_stdout(sys.stderr), FakeTensorMode(allow_non_fake_inputs=True), tracker:
         run = run_inference if mode == "inference" else run_training
         n_param, n_train = run(tracker, cfg, plan)
         tracker.finish()
