@@ -18,7 +18,6 @@ from vramdesk.core import (
     lora,
     optimizers,
     parallel,
-    peft_methods,
     training_activations,
     training_plan,
     training_state,
@@ -29,6 +28,11 @@ from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.messages import MESSAGES, Message, Text, fields
 from vramdesk.core.optimizers import blockwise
+from vramdesk.core.peft import common as peft_common
+from vramdesk.core.peft import ia3 as peft_ia3
+from vramdesk.core.peft import ln_tuning as peft_ln_tuning
+from vramdesk.core.peft import prompts as peft_prompts
+from vramdesk.core.peft import vera as peft_vera
 from vramdesk.core.scenario import FinetuneWorkload, Parallelism, Scenario
 from vramdesk.core.training import training_phases
 from vramdesk.core.training_plan import TrainingError, check_plan
@@ -42,7 +46,11 @@ MODULES: tuple[ModuleType, ...] = (
     lora,
     optimizers,
     parallel,
-    peft_methods,
+    peft_common,
+    peft_ia3,
+    peft_ln_tuning,
+    peft_prompts,
+    peft_vera,
     training_activations,
     training_plan,
     training_state,
@@ -128,6 +136,10 @@ PLANS: list[tuple[str, dict[str, Any], dict[str, Any], int, str]] = [
     (Q4, {"method": "prefix-tuning", "grad_checkpointing": False, "prefix_projection": True}, {}, 1, "auto"),
     (L8, {"method": "full", "block_training": "lisa"}, {}, 1, "auto"),
     (Q15, {"method": "full", "block_training": "badam", "active_layers": 2}, {}, 1, "auto"),
+    (L8, {"method": "ln-tuning"}, {}, 1, "auto"),
+    (Q4, {"method": "vera", "vera_rank": 128}, {}, 1, "auto"),
+    ("bigscience/bloom-560m", {"method": "ln-tuning"}, {}, 1, "auto"),
+    (GEMMA, {"method": "ln-tuning", "precision": "amp-bf16"}, {}, 1, "auto"),
 ]
 
 
@@ -165,6 +177,10 @@ def texts() -> list[tuple[str, set[str]]]:
                 names |= {"LISA", "LMFlow", "BAdam"}
             if "trainer" in work:  # a trainer's fixed settings are named as the command line spells them
                 names |= {str(work["trainer"]), *str(t.args.get("settings", "")).split(", ")} - {""}
+            if work.get("method") == "vera":  # the vectors' names, as peft spells them
+                names |= {"VeRA", "lambda_d", "lambda_b"}
+            if work.get("method") == "ln-tuning":  # the norms' module names, as peft's defaults spell them
+                names |= set(peft_ln_tuning.LN_TUNING_TARGETS[_facts(model_id).arch.model_type])
             seen.setdefault(str(t), (t, names))
     for model_id, model_type, target in ((L8, "llama", "foo"), (PYTHIA, "gpt_neox", "bar")):
         t = _refusal(model_id, lora_targets=(target, "q"))
@@ -172,8 +188,9 @@ def texts() -> list[tuple[str, set[str]]]:
         seen.setdefault(str(t), (t, {model_id, model_type, target, "gate", "up", "down", *modules}))
     # peft's methods: a model type without default targets (the types named as peft has them), a quantised base
     olmo = "allenai/OLMo-2-1124-7B"
-    t = _refusal(olmo, method="ia3")
-    seen.setdefault(str(t), (t, {olmo, "olmo2", *str(t.args["known"]).split(", ")}))
+    for method in ("ia3", "ln-tuning", "vera"):
+        t = _refusal(olmo, method=method)
+        seen.setdefault(str(t), (t, {olmo, "olmo2", "VERA", *str(t.args["known"]).split(", ")}))
     with pytest.raises(TrainingError) as info:
         check_plan(_facts(L8), FinetuneWorkload(method="ia3"), Parallelism(), "nf4")
     seen.setdefault(str(info.value), (info.value.args[0], {L8}))

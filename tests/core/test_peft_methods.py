@@ -1,4 +1,4 @@
-"""PEFT's methods other than LoRA (core/peft_methods.py): what each trains, counted as peft counts it, what its
+"""PEFT's methods other than LoRA (core/peft/): what each trains, counted as peft counts it, what its
 layers keep, and the plans refused for it. The trace tests (tests/services/test_trace_peft.py) run the real peft
 code on tiny configs; the counts here are peft's own on the catalog's configs."""
 
@@ -12,7 +12,8 @@ import pytest
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import ModelFacts, model_facts
-from vramdesk.core.peft_methods import check_method, frozen_base, method_params
+from vramdesk.core.peft.common import frozen_base
+from vramdesk.core.peft.methods import check_method, method_params
 from vramdesk.core.scenario import FinetuneWorkload, Parallelism, Scenario
 from vramdesk.core.training import training_phases
 from vramdesk.core.training_plan import TrainingError, check_plan

@@ -1,4 +1,4 @@
-"""Prompt tuning, p-tuning and prefix tuning (core/peft_methods.py): their encoders' parameters as peft counts
+"""Prompt tuning, p-tuning and prefix tuning (core/peft/prompts.py): their encoders' parameters as peft counts
 them, the virtual tokens every layer and the loss then run over, and prefix tuning's refusal of checkpointing.
 The trace tests (tests/services/test_trace_peft.py) run the real peft code on tiny configs."""
 
@@ -13,7 +13,8 @@ import pytest
 
 from vramdesk.cli import main
 from vramdesk.core.facts import ModelFacts, model_facts
-from vramdesk.core.peft_methods import method_params, prefix_keys, virtual_tokens
+from vramdesk.core.peft.methods import method_params
+from vramdesk.core.peft.prompts import prefix_keys, virtual_tokens
 from vramdesk.core.scenario import FinetuneWorkload, Parallelism
 from vramdesk.core.training import training_phases
 from vramdesk.core.training_plan import TrainingError, check_plan

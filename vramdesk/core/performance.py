@@ -31,7 +31,7 @@ from .facts import ModelFacts
 from .gpu import GpuSpec
 from .memo import derived
 from .messages import Message, MessageText, Text, free, join
-from .peft_methods import frozen_base
+from .peft.common import frozen_base
 from .performance_moe import decode_note, host_experts, prefill_host_s
 from .result import Estimate
 from .scenario import FinetuneWorkload, InferenceWorkload, Parallelism, Scenario

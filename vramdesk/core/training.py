@@ -47,7 +47,7 @@ from .parallel import (
     shards,
     with_note,
 )
-from .peft_methods import frozen_base
+from .peft.common import frozen_base
 from .result import Component, Phase
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import profile

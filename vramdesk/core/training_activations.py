@@ -16,7 +16,8 @@ from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .messages import Message, Text, join, text
-from .peft_methods import MethodSaved, prefix_keys, virtual_tokens
+from .peft.common import MethodSaved
+from .peft.prompts import prefix_keys, virtual_tokens
 from .scenario import FinetuneWorkload
 from .trainers import profile
 from .training_state import Precision
@@ -286,7 +287,9 @@ def activations(
     )
     per_layer = layers.per_layer
     rb = residual_bytes
-    outside = 4 * rb * arch.hidden * tokens  # embedding output, final norm
+    # embedding output, final norm (and what a trained final norm keeps: LN tuning's, h wide)
+    out_b = 4 * rb + round(own.outside_per_token / arch.hidden)
+    outside = out_b * arch.hidden * tokens
     amp_copies = 2 * linear_params / tp if prec.amp else 0
     #: autocast's 16-bit weight copies: autograd keeps those of layers that save their activations until their
     #: backward; a checkpointed layer's forward runs without grad, so its copies live only in autocast's cache,
@@ -298,7 +301,7 @@ def activations(
     kept = _kept_for_backward(arch, work, layers, tokens, rb, (outside, amp_copies, amp_layer, merged_grad))
     total = kept.total
     # (the figure's share outside the layers, so that the text adds up to it)
-    how: list[str] = [OUTSIDE(bytes=4 * rb, tokens=tokens)]
+    how: list[str] = [OUTSIDE(bytes=out_b, tokens=tokens)]
     if tp > 1:
         how.append(TENSOR_PARALLEL(tp=tp))
     host = 0.0

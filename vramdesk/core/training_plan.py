@@ -14,7 +14,8 @@ from .architecture import AttentionKind
 from .dtype_names import FormatError
 from .lora import LoraTargetError, check_targets
 from .messages import Message, error_text, free
-from .peft_methods import ADAPTER_METHODS, LORA_METHODS, METHOD_NAMES, NOT_ON_QUANTISED, MethodError, check_method
+from .peft.common import ADAPTER_METHODS, LORA_METHODS, METHOD_NAMES, NOT_ON_QUANTISED, MethodError
+from .peft.methods import check_method
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import trainer_problem
 from .weight_format import WeightFormat, parse_weight_format

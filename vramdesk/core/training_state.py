@@ -18,7 +18,8 @@ from .messages import Message, free, join, text
 from .optimizers import optimizer_bytes
 from .optimizers.blockwise import BADAM_MASTER, BlockPlan, block_plan
 from .parallel import with_note
-from .peft_methods import LORA_METHODS, MethodParams, MethodSaved, frozen_base, method_params
+from .peft.common import LORA_METHODS, MethodParams, MethodSaved, frozen_base
+from .peft.methods import method_params
 from .scenario import FinetuneWorkload, Parallelism
 from .trainers import profile
 from .weight_format import WeightFormat, parse_weight_format
@@ -365,10 +366,13 @@ def _adapters_train(
         )
     else:
         # (the frozen linears' outputs are in the compute dtype: 16-bit, or fp32 in an fp32 run)
-        method = method_params(facts, work, a_b, 4 if work.precision == "fp32" else 2)
+        method = method_params(facts, work, a_b, 4 if work.precision == "fp32" else 2, residual_b)
         if method.param_bytes is not None and not deepspeed:
             a_b = state_b = method.param_bytes
             adapter_label = ADAPTER_FP32
+        elif method.base_dtype and not deepspeed:
+            a_b = state_b = stored.float_bytes
+            adapter_label = ADAPTER_BASE_FP32 if a_b == 4 else ADAPTER_BASE_16BIT
         chosen, trainable, largest = list(method.adapted), method.trainable, method.largest
         # (Adafactor factors the tensors of two dimensions; the vectors keep a full second moment)
         matrices = [shape for shape in method.shapes if len(shape) >= 2]
@@ -408,7 +412,8 @@ def _adapters_train(
         ),
         storage=TrainedStorage(
             base_weight_bytes=stored.total_bytes,
-            adapter_weight_bytes=trainable * a_b + saved_params * e_b,  # the trainable copies of modules_to_save
+            # (+ the trainable copies of modules_to_save, and the frozen tensors a method adds)
+            adapter_weight_bytes=trainable * a_b + saved_params * e_b + (method.buffer_bytes if method else 0),
             gradient_bytes=trainable * a_b + (saved_params + bias_params) * e_b,
             state_element_bytes=state_b,
             adapter_param_bytes=a_b,

@@ -192,7 +192,7 @@ class InferenceWorkload(_Frozen):
     sglang: SglangOptions = SglangOptions()
 
 
-Method = Literal["full", "lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]
+Method = Literal["full", "lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning", "ln-tuning", "vera"]
 Optimizer = Literal[
     "adamw",
     "adamw-fused",
@@ -311,8 +311,30 @@ class FinetuneWorkload(_Frozen):
                 "PEFT prefix tuning: trainable keys and values of virtual tokens in every layer's attention; peft "
                 "refuses it with gradient checkpointing",
             ),
+            "ln-tuning": (
+                "ln-tuning",
+                "PEFT LN tuning: trainable copies of the norm layers (peft's defaults for the model type: both "
+                "pre-norms and the final norm for Llama), in the base dtype",
+            ),
+            "vera": (
+                "vera",
+                "PEFT VeRA: two trainable vectors per adapted layer over one pair of frozen random projections shared "
+                "by all (peft's default targets for the model type: q_proj and v_proj for Llama)",
+            ),
         },
-        form={"values": ["lora", "qlora", "full", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]},
+        form={
+            "values": [
+                "lora",
+                "qlora",
+                "full",
+                "ia3",
+                "prompt-tuning",
+                "p-tuning",
+                "prefix-tuning",
+                "ln-tuning",
+                "vera",
+            ]
+        },
     )
     micro_batch: int = option(
         1, ge=1, le=65536, label="Micro-batch", help="Sequences per forward/backward pass on each GPU", group="finetune"
@@ -575,7 +597,9 @@ class FinetuneWorkload(_Frozen):
             ),
         },
         form={
-            "when": {"method": ["lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning"]},
+            "when": {
+                "method": ["lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning", "ln-tuning", "vera"]
+            },
             "values": ["embed", "lm_head"],
             "each": {"embed": "Train the embeddings in full", "lm_head": "Train lm_head in full"},
         },
@@ -609,6 +633,17 @@ class FinetuneWorkload(_Frozen):
         "that many more tokens); prefix tuning adds their keys and values to every layer's attention",
         group="finetune",
         form={"when": {"method": ["prompt-tuning", "p-tuning", "prefix-tuning"]}},
+    )
+    #: VeRA: VeraConfig's r, the rank of the shared projections (256 by default)
+    vera_rank: int = option(
+        256,
+        ge=1,
+        le=65536,
+        label="VeRA rank",
+        help="peft VeraConfig r: the rank of the frozen projections every adapted layer shares; each layer trains "
+        "lambda_d of this length and lambda_b of its output width",
+        group="finetune",
+        form={"when": {"method": ["vera"]}},
     )
     #: prefix tuning's reparametrisation: an MLP (token dim -> token dim -> layers x 2 x token dim) makes the prefix
     prefix_projection: bool = option(

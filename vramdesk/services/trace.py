@@ -44,10 +44,11 @@ NOT_TRANSFORMERS = Message("trace.plan.engine", "the trace runs transformers; th
 ONE_GPU = Message("trace.plan.one_gpu", "the trace runs one GPU's share; this plan spreads over {gpus} GPUs")
 METHOD = Message(
     "trace.plan.method",
-    "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning and prefix tuning; this plan uses {method}",
+    "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning, prefix tuning, LN tuning and VeRA; this "
+    "plan uses {method}",
 )
 #: the fine-tuning methods the trace child runs (the child's own list: vramdesk.tracing.child.PEFT_METHODS)
-TRACED_METHODS = ("full", "lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning")
+TRACED_METHODS = ("full", "lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning", "ln-tuning", "vera")
 OPTIMIZER = Message(
     "trace.plan.optimizer",
     "the trace runs galore-adamw, apollo, apollo-mini, adam-mini, adamw, adamw-fused, adamw-forloop, sgd or "
@@ -172,6 +173,8 @@ def _training_plan(work: FinetuneWorkload, attention: str) -> dict[str, Any]:
         plan["num_virtual_tokens"] = work.num_virtual_tokens
     if work.method == "prefix-tuning":
         plan["prefix_projection"] = work.prefix_projection
+    if work.method == "vera":
+        plan["vera_rank"] = work.vera_rank
     if work.method == "lora":
         targets = list(work.lora_targets)
         plan.update(

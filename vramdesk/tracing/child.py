@@ -18,13 +18,14 @@ made by a step on zero gradients, so that the measured step is the steady one, a
 ``forward`` (to the loss), ``loss + start of backward`` (to the logits' gradient), ``backward``,
 ``optimizer step``.
 
-Plan keys. Inference: ``mode`` "inference", ``batch``, ``input_len``, ``decode_steps``, ``dtype`` (bf16 | fp16 |
-fp32), ``attention`` (sdpa | eager). Training: ``mode`` "finetune", ``method`` (full | lora | ia3 | prompt-tuning |
-p-tuning | prefix-tuning), ``micro_batch``, ``seq_len``, ``precision`` (bf16 | fp16 | fp32 | amp-bf16 | amp-fp16),
-``optimizer`` (adamw | adamw-fused | adamw-forloop | sgd | adafactor), ``grad_checkpointing``, ``attention``, and for
-LoRA ``lora_rank``, ``lora_alpha``, ``lora_dropout``, ``lora_targets`` (a list of module names or "all-linear"), and
-for a peft method ``adapter_dtype`` (fp32 | base); IA3 takes peft's default modules for the model type; prompt
-tuning, p-tuning and prefix tuning ``num_virtual_tokens``, prefix tuning ``prefix_projection``.
+Plan keys. Inference: ``mode`` "inference", ``batch``, ``input_len``, ``decode_steps``, ``dtype`` (bf16 | fp16 | fp32),
+``attention`` (sdpa | eager). Training: ``mode`` "finetune", ``method`` (full | lora | ia3 | prompt-tuning | p-tuning |
+prefix-tuning | ln-tuning | vera), ``micro_batch``, ``seq_len``, ``precision`` (bf16 | fp16 | fp32 | amp-bf16 | amp-
+fp16), ``optimizer`` (adamw | adamw-fused | adamw-forloop | sgd | adafactor), ``grad_checkpointing``, ``attention``,
+and for LoRA ``lora_rank``, ``lora_alpha``, ``lora_dropout``, ``lora_targets`` (a list of module names or "all-
+linear"), and for a peft method ``adapter_dtype`` (fp32 | base); IA3 and LN tuning take peft's default modules for the
+model type; prompt tuning, p-tuning and prefix tuning ``num_virtual_tokens``, prefix tuning ``prefix_projection``; VeRA
+(peft's default modules) ``vera_rank``.
 
 Errors: one line on stderr and exit status 3 (``EXIT_REFUSED``) for a plan or config it refuses, 4
 (``EXIT_MISSING``) when torch, transformers or peft cannot be imported, naming them.
@@ -540,7 +541,7 @@ def run_inference(tracker: AllocTracker, cfg: Any, plan: dict[str, Any]) -> tupl
 
 
 #: the plan's methods the trace runs through peft (full fine-tuning needs none)
-PEFT_METHODS = ("lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning")
+PEFT_METHODS = ("lora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning", "ln-tuning", "vera")
 
 
 def _peft_config(plan: dict[str, Any]) -> Any:
@@ -551,6 +552,12 @@ def _peft_config(plan: dict[str, Any]) -> Any:
     if method == "ia3":
         # target_modules / feedforward_modules None: peft's defaults for the model type
         return peft.IA3Config(task_type="CAUSAL_LM")
+    if method == "ln-tuning":
+        # target_modules None: peft's default norms for the model type
+        return peft.LNTuningConfig(task_type="CAUSAL_LM")
+    if method == "vera":
+        # target_modules None: peft's defaults for the model type
+        return peft.VeraConfig(task_type="CAUSAL_LM", r=int(plan.get("vera_rank", 256)))
     tokens = int(plan.get("num_virtual_tokens", 20))
     if method == "prompt-tuning":
         return peft.PromptTuningConfig(task_type="CAUSAL_LM", num_virtual_tokens=tokens)
@@ -570,10 +577,36 @@ def _peft_config(plan: dict[str, Any]) -> Any:
     )
 
 
+@contextlib.contextmanager
+def _fake_safe_deepcopy() -> Iterator[None]:
+    """LN tuning's ``deepcopy(layer)`` as a real run makes it: a fake parameter is a FakeTensor, not a Parameter,
+    so Tensor.__deepcopy__ would copy its storage's (absent) bytes outside the dispatcher, unseen by the tracker,
+    and corrupt the heap at exit; seeded with clones (what Parameter.__deepcopy__ makes), the copy allocates
+    through FakeTensorMode as a CPU run's does."""
+    import copy
+
+    from peft.tuners.ln_tuning import layer as ln_layer
+
+    def deepcopy(module: Any) -> Any:
+        memo: dict[int, Any] = {
+            id(p): torch.nn.Parameter(p.detach().clone(), requires_grad=p.requires_grad) for p in module.parameters()
+        }
+        memo.update({id(b): b.clone() for b in module.buffers()})
+        return copy.deepcopy(module, memo)
+
+    original = ln_layer.deepcopy
+    ln_layer.deepcopy = deepcopy
+    try:
+        yield
+    finally:
+        ln_layer.deepcopy = original
+
+
 def _peft_model(model: Any, plan: dict[str, Any]) -> Any:
     from peft import get_peft_model
 
-    with module_to_noop():
+    copies = _fake_safe_deepcopy() if plan.get("method") == "ln-tuning" else contextlib.nullcontext()
+    with module_to_noop(), copies:
         return get_peft_model(
             model, _peft_config(plan), autocast_adapter_dtype=plan.get("adapter_dtype", "fp32") == "fp32"
         )
