@@ -88,8 +88,8 @@ def test_an_inference_plan_becomes_a_request() -> None:
         (
             {**LORA, "method": "qlora"},
             {},
-            "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning, prefix tuning and LN tuning; this "
-            "plan uses qlora",
+            "the trace runs full fine-tuning, LoRA, IA3, prompt tuning, p-tuning, prefix tuning, LN tuning and VeRA; "
+            "this plan uses qlora",
         ),
         (
             {**LORA, "optimizer": "adamw-8bit"},
