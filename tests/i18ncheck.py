@@ -76,6 +76,8 @@ CORE_WHITELIST = frozenset(
         "vllm",
         "SGLang",
         "sglang",
+        "Ollama",
+        "ollama",
         "llamacpp",
         "ggml",
         "ggml-cuda",

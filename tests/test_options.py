@@ -11,7 +11,7 @@ import pytest
 
 from vramdesk import cli
 from vramdesk.core import scenario as sc
-from vramdesk.core.engine_options import SglangOptions
+from vramdesk.core.engine_options import OllamaOptions, SglangOptions
 from vramdesk.core.options import Option, by_flag, option, options
 from vramdesk.ui import i18n
 from vramdesk.ui.presenter import FormValues, form_from_scenario, scenario_from_form
@@ -33,6 +33,7 @@ def test_every_setting_of_a_scenario_is_in_the_table_once() -> None:
                 sc.VllmOptions,
                 sc.LlamaCppOptions,
                 SglangOptions,
+                OllamaOptions,
                 sc.Hardware,
                 sc.Parallelism,
                 sc.Scenario,
@@ -42,7 +43,7 @@ def test_every_setting_of_a_scenario_is_in_the_table_once() -> None:
     names = [o.name for o in options()]
     assert sorted(names) == sorted(declared) and len(names) == len(set(names))
     # the nested sections and the bookkeeping fields are not settings
-    assert not {"vllm", "llamacpp", "sglang", "schema_version", "model", "workload", "kind"} & set(names)
+    assert not {"vllm", "llamacpp", "sglang", "ollama", "schema_version", "model", "workload", "kind"} & set(names)
     for o in options():
         assert o.label and o.help and o.group, o.name
         assert o.kind != "choice" or o.default in o.values, o.name

@@ -13,7 +13,10 @@ It prints figures only (rows, median and 90th-percentile |error| %, the median s
 for all rows and for the held-out split, and the verdict agreement; it passes or fails nothing. Rows vramdesk
 cannot express are listed with the reason. ``sglang_logs.yaml`` is validated and listed here; score_sglang.py scores it.
 
-    python benchmarks/serving/score_vllm.py [--held-out] [--limit N] [--id ID ...]
+Every row runs at the vramdesk vLLM version band of its logged release (``vllm_version``; a bounded one, such as
+``~0.10.1``, at the band that bound falls in); ``--same-version BAND`` runs them all at one band instead.
+
+    python benchmarks/serving/score_vllm.py [--held-out] [--limit N] [--id ID ...] [--same-version BAND]
 """
 
 from __future__ import annotations
@@ -93,8 +96,16 @@ def _model_ref(row: dict[str, Any]) -> str:
     return str(HERE / ref) if ref.endswith(".json") else ref
 
 
-def scenario_options(row: dict[str, Any]) -> dict[str, Any]:
-    """The vramdesk options (the CLI's long-option names) for one row."""
+def row_band(row: dict[str, Any]) -> str:
+    """The vramdesk vLLM version band of a row's logged (or bounded) release: ``0.11.2`` -> ``0.10``."""
+    from vramdesk.core.engines.vllm_versions import band_of
+
+    return band_of(str(row["vllm_version"]))
+
+
+def scenario_options(row: dict[str, Any], band: str | None = None) -> dict[str, Any]:
+    """The vramdesk options (the CLI's long-option names) for one row, at its own release's band unless ``band``
+    names one."""
     s, gpu = row["settings"], row["gpu"]
     tp, pp = int(s.get("tp") or 1), int(s.get("pp") or 1)
     mml = int(s["max_model_len"])
@@ -117,16 +128,17 @@ def scenario_options(row: dict[str, Any]) -> dict[str, Any]:
         "block_size": int(s.get("block_size") or 16),
         "weights": str(s.get("weights") or "auto"),
         "kv_dtype": "fp8" if kv.startswith("fp8") else kv,
+        "vllm_version": band or row_band(row),
     }
     return opts
 
 
-def predict(row: dict[str, Any]) -> Prediction:
+def predict(row: dict[str, Any], band: str | None = None) -> Prediction:
     from vramdesk.cli import scenario_from
     from vramdesk.core.estimate import estimate
     from vramdesk.services.resolve import resolve_gpu, resolve_model
 
-    scenario = scenario_from(_model_ref(row), scenario_options(row))
+    scenario = scenario_from(_model_ref(row), scenario_options(row, band))
     gpu = resolve_gpu(scenario.hardware.gpu)
     est = estimate(scenario, resolve_model(scenario.model.id), gpu)
 
@@ -156,7 +168,7 @@ def predict(row: dict[str, Any]) -> Prediction:
     return Prediction(figures=figures, verdict=verdict, message=str(fit.message) if fit else "")
 
 
-def score_rows(rows: Sequence[dict[str, Any]]) -> list[Scored]:
+def score_rows(rows: Sequence[dict[str, Any]], band: str | None = None) -> list[Scored]:
     from vramdesk.cli_common import CliError
     from vramdesk.core.architecture import ConfigError
     from vramdesk.core.dtype_names import FormatError
@@ -171,7 +183,7 @@ def score_rows(rows: Sequence[dict[str, Any]]) -> list[Scored]:
             out.append(Scored(row, why_not=str(row.get("not_expressible") or "no vramdesk model")))
             continue
         try:
-            out.append(Scored(row, prediction=predict(row)))
+            out.append(Scored(row, prediction=predict(row, band)))
         except (CliError, ConfigError, EstimateError, FormatError, ResolveError, ValueError) as err:
             out.append(Scored(row, why_not=f"vramdesk: {err}"))
     return out
@@ -290,6 +302,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--id", action="append", default=[], help="score these row ids only")
     ap.add_argument("--table", type=Path, default=VLLM_TABLE)
     ap.add_argument("--detail", action="store_true", help="also print every row's logged and predicted figures")
+    ap.add_argument(
+        "--same-version",
+        metavar="BAND",
+        default=None,
+        help="score every row at this vramdesk vLLM version band (0.7, 0.8, 0.10, 0.17, 0.19) instead of its own",
+    )
     args = ap.parse_args(argv)
     rows = load_rows(args.table)
     if args.id:
@@ -298,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [r for r in rows if held_out(r["id"])]
     if args.limit is not None:
         rows = rows[: args.limit]
-    scored = score_rows(rows)
+    scored = score_rows(rows, args.same_version)
     print_report(scored, "all rows")
     kv_by_source(scored)
     held = [s for s in scored if held_out(s.row["id"])]

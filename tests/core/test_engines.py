@@ -23,7 +23,7 @@ from vramdesk.core.kv_layers import (
 )
 from vramdesk.core.scenario import InferenceWorkload
 
-NAMES = ("transformers", "vllm", "llamacpp", "sglang")
+NAMES = ("transformers", "vllm", "llamacpp", "sglang", "ollama")
 MLA = MlaSpec(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
 DELTANET = LinearAttnSpec(num_k_heads=16, num_v_heads=32, k_head_dim=128, v_head_dim=128, conv_kernel=4)
 
@@ -56,7 +56,7 @@ def test_every_engine_answers_every_question() -> None:
 def test_an_unknown_engine_is_one_line_naming_the_known_ones() -> None:
     with pytest.raises(UnknownEngineError) as err:
         engine("tgi")
-    assert str(err.value) == "unknown engine 'tgi': the engines are transformers, vllm, llamacpp, sglang"
+    assert str(err.value) == "unknown engine 'tgi': the engines are transformers, vllm, llamacpp, sglang, ollama"
     assert isinstance(err.value, ValueError) and "\n" not in str(err.value)
 
 
@@ -65,7 +65,7 @@ def test_the_capabilities_are_the_name_comparisons_they_replace() -> None:
         return {name for name, eng in ENGINES.items() if getattr(eng, flag)}
 
     assert having("loads_vision") == {"transformers", "vllm", "sglang"}
-    assert having("runs_gguf") == {"llamacpp"}
+    assert having("runs_gguf") == {"llamacpp", "ollama"}
     assert having("serves_across_machines") == having("grows_by_tensor_parallel") == {"vllm", "sglang"}
     # the solver's pool changes are vLLM's settings; SGLang's static share is not one of them
     assert having("has_pool_budget") == {"vllm"}
@@ -78,12 +78,14 @@ def test_the_capabilities_are_the_name_comparisons_they_replace() -> None:
         "vllm": None,
         "llamacpp": "fp16",
         "sglang": None,
+        "ollama": "fp16",
     }
     assert {n: e.step_overhead_per_layer_s for n, e in ENGINES.items()} == {
         "transformers": 150e-6,
         "vllm": 0.0,
         "llamacpp": 0.0,
         "sglang": 0.0,
+        "ollama": 0.0,
     }
 
 
@@ -95,7 +97,7 @@ def test_prefill_chunk_per_engine() -> None:
             "sglang": {"chunked_prefill_size": 1024},
         }
     )
-    assert [engine(n).prefill_chunk(work, 7000) for n in NAMES] == [7000, 2048, 256, 1024]
+    assert [engine(n).prefill_chunk(work, 7000) for n in NAMES] == [7000, 2048, 256, 1024, 512]
     assert engine("vllm").prefill_chunk(InferenceWorkload(), 7000) == 8192
     # SGLang's chunked_prefill_size on an 80-160 GiB GPU
     assert engine("sglang").prefill_chunk(InferenceWorkload(), 7000) == 8192
@@ -124,10 +126,19 @@ def test_each_layer_kind_has_its_class() -> None:
 SLIDING_ROW = [
     # T = 100,000 tokens: transformers min(T, window); vLLM window - 1 + batched tokens in pages, plus one page;
     # llama.cpp min(n_ctx, window x seqs + ubatch) cells over both sequences
-    # SGLang (no hybrid SWA pool): every token, one by one (page_size 1)
-    (100_000, {"transformers": 4096, "vllm": 12288 + 16, "llamacpp": (4096 * 2 + 512) // 2, "sglang": 100_000}),
+    # SGLang (no hybrid SWA pool): every token, one by one (page_size 1); Ollama: llama.cpp's cells
+    (
+        100_000,
+        {
+            "transformers": 4096,
+            "vllm": 12288 + 16,
+            "llamacpp": (4096 * 2 + 512) // 2,
+            "sglang": 100_000,
+            "ollama": (4096 * 2 + 512) // 2,
+        },
+    ),
     # T = 1,000 tokens, shorter than the window: every token (vLLM in pages, llama.cpp in 256-cell steps)
-    (1000, {"transformers": 1000, "vllm": 1008, "llamacpp": 2048 // 2, "sglang": 1000}),
+    (1000, {"transformers": 1000, "vllm": 1008, "llamacpp": 2048 // 2, "sglang": 1000, "ollama": 2048 // 2}),
 ]
 
 
@@ -149,13 +160,16 @@ def test_chunked_and_full_layers_per_engine() -> None:
     assert kv_layer(_layer(AttentionKind.SLIDING, window=8192)).tokens_kept(engine("vllm"), 100_000, 1, opts) == 16400
     assert chunked.tokens_kept(engine("transformers"), 100_000, 1, opts) == 8192
     assert chunked.tokens_kept(engine("sglang"), 100_000, 1, opts) == 100_000
-    assert [full.tokens_kept(engine(n), 1000, 3, opts) for n in NAMES] == [1000, 1008, 1024, 1000]
-    assert [full.elements_per_token(engine(n)) for n in NAMES] == [8 * 256] * 4
+    assert [full.tokens_kept(engine(n), 1000, 3, opts) for n in NAMES] == [1000, 1008, 1024, 1000, 1024]
+    assert [full.elements_per_token(engine(n)) for n in NAMES] == [8 * 256] * 5
 
 
 def test_mla_stores_the_latent_except_in_transformers() -> None:
     spec = kv_layer(_layer(AttentionKind.MLA, n_heads=128, mla=MLA))
-    assert [spec.elements_per_token(engine(n)) for n in NAMES] == [128 * (128 + 64 + 128), 512 + 64, 512 + 64, 512 + 64]
+    assert [spec.elements_per_token(engine(n)) for n in NAMES] == [
+        128 * (128 + 64 + 128),
+        *[512 + 64] * 4,
+    ]
     assert "expanded K and V" in spec.describe(61, engine("transformers"))
     assert spec.describe(61, engine("vllm")) == "61 MLA layers x latent (kv_lora_rank 512 + qk_rope_head_dim 64)"
 
@@ -169,4 +183,5 @@ def test_linear_state_per_engine() -> None:
         3 * conv * 2 + rec * 4,  # vLLM: kernel - 1 conv positions
         4 * (3 * conv + rec),  # llama.cpp: F32 conv (kernel - 1) + F32 state
         3 * conv * 2 + rec * 4,  # SGLang: as vLLM
+        4 * (3 * conv + rec),  # Ollama: llama.cpp's
     ]

@@ -27,6 +27,7 @@ from vramdesk.core.engines import (
     base,
     engine,
     llamacpp,
+    ollama,
     sglang,
     transformers,
     vllm,
@@ -52,6 +53,7 @@ PREFIXES = (
     "transformers.",
     "vllm.",
     "llamacpp.",
+    "ollama.",
     "sglang.",
     "engine.",
     "estimate.",
@@ -68,6 +70,7 @@ MODULES = (
     kv,
     kv_layers,
     llamacpp,
+    ollama,
     sglang,
     transformers,
     vllm,
@@ -226,6 +229,27 @@ SCENARIOS = [
     _s(L70, "RTX 4090", weights="q4_0", gpus=2, kind="inference", engine="llamacpp"),
     _s(L70, "RTX 4090", weights="q4_k_m", gpus=3, kind="inference", engine="llamacpp", llamacpp={"split_mode": "row"}),
     _s("Qwen/Qwen3-Next-80B-A3B-Thinking", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    # Ollama: its defaults on a 24 GiB card; an old release with a model that does not fit, more requests than
+    # slots and the KV setting it does not read; num_gpu, a context cut to the model's and q8_0 without flash
+    _s(Q8, "RTX 4090", weights="q4_k_m", kind="inference", engine="ollama"),
+    _s(
+        L70,
+        "RTX 4090",
+        weights="q4_k_m",
+        kind="inference",
+        engine="ollama",
+        batch=8,
+        kv_dtype="q8_0",
+        ollama={"ollama_version": "0.2-0.6.6"},
+    ),
+    _s(
+        Q8,
+        "RTX 4090",
+        weights="q4_k_m",
+        kind="inference",
+        engine="ollama",
+        ollama={"num_gpu": 10, "num_ctx": 10_000_000, "kv_cache_type": "q8_0", "flash_attention": "off"},
+    ),
     # llama.cpp disables Phi's sliding window
     _s("microsoft/phi-4", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m", input_len=32000),
     # 0 layers on the GPU: the CUDA backend stages the largest expert tensor in the compute buffer
@@ -463,6 +487,28 @@ def _estimate_special() -> list[str]:
         s = _s(big.model_id, kind="inference", engine="vllm", input_len=130560, vllm={"gpu_memory_utilization": util})
         est = estimate(s, big, h100)
         out += [c.explain for c in est.components if c.name == "weights"] + ([est.fit.message] if est.fit else [])
+    # vLLM by release (engines/vllm_versions.py): 0.8's non-torch memory with the CUDA context inside the budget (one
+    # GPU, TP 2), the sort of 0.10's sampler, 0.19's CUDA-graph estimate inside the pool (and no room left for the
+    # cache with it), and the memory outside gpu_memory_utilization too small for the context or for the graphs
+    runs = (
+        (L8, 1, {"version": "0.8"}),
+        (L8, 2, {"version": "0.8"}),
+        (big.model_id, 1, {"version": "0.8"}),
+        (L8, 1, {"version": "0.10"}),
+        (L8, 1, {"version": "0.19", "estimate_cudagraphs": True}),
+        (big.model_id, 1, {"version": "0.19", "estimate_cudagraphs": True, "gpu_memory_utilization": 0.8}),
+        (L8, 1, {"gpu_memory_utilization": 0.99}),
+        (L8, 1, {"gpu_memory_utilization": 0.995}),
+    )
+    for model, gpus, vllm_opts in runs:
+        s = _s(model, gpus=gpus, parallel={"tp": gpus}, kind="inference", engine="vllm", vllm=vllm_opts)
+        est = estimate(s, CAT.facts(model), h100)
+        out += [c.explain for c in (*est.components, *est.device_overheads)]
+        out += [est.fit.message] if est.fit else []
+    # (one request of max_model_len too long for the cache left: gpt-oss-120b at 131072 tokens, 1024 sequences)
+    s = _s(big.model_id, kind="inference", engine="vllm", input_len=130560, vllm={"max_num_seqs": 1024})
+    est = estimate(s, big, h100)
+    out += [est.fit.message] if est.fit else []
     # DeepSeek Sparse Attention's indexer keys beside the MLA cache (DeepSeek-V3.2's config from the coverage corpus)
     with open("benchmarks/data/config_corpus/deepseek-ai__DeepSeek-V3.2.json", encoding="utf-8") as f:
         dsa = model_facts(json.load(f))

@@ -1,5 +1,5 @@
-"""Each serving engine's own settings (vLLM, SGLang, llama.cpp), declared with :func:`~.option_decl.option` in the
-order of the window's form boxes."""
+"""Each serving engine's own settings (vLLM, SGLang, llama.cpp, Ollama), declared with
+:func:`~.option_decl.option` in the order of the window's form boxes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from .option_decl import _Frozen, option
 #: Longest context accepted anywhere (tokens). Longer requests are almost always a typo.
 MAX_TOKENS = 16 * 1024 * 1024
 SplitMode = Literal["layer", "row"]
+#: a band of vLLM releases, named by its first release ("0.10" = 0.10 to 0.16); engines/vllm_versions.py holds what
+#: each band changes
+VllmVersion = Literal["0.7", "0.8", "0.10", "0.17", "0.19"]
 
 
 class VllmOptions(_Frozen):
@@ -61,6 +64,40 @@ class VllmOptions(_Frozen):
     )
     block_size: int = option(
         16, ge=1, le=1024, label="Block size", help="vLLM: tokens per KV cache page", group="hidden"
+    )
+    #: the vLLM release: its profile run's sampler, where the CUDA graphs and the CUDA context are paid for
+    version: VllmVersion = option(
+        "0.19",
+        label="vLLM version",
+        help="The vLLM release: what its profile run's sampler allocates, and whether the CUDA graphs and the CUDA "
+        "context count inside gpu_memory_utilization",
+        group="vllm",
+        flag="vllm_version",
+        choices={
+            "0.7": (
+                "≤ 0.7 (V0)",
+                "V0 engine: the CUDA context counts inside the budget; graphs captured after the KV pool",
+            ),
+            "0.8": ("0.8 - 0.9", "V1 engine: every non-torch byte, the CUDA context too, counts inside the budget"),
+            "0.10": (
+                "0.10 - 0.16",
+                "The profile run's sampler sorts the whole vocabulary for max_num_seqs requests (about 38 B per "
+                "logit); the CUDA context is outside the budget",
+            ),
+            "0.17": ("0.17 - 0.18", "Top-k / top-p without the sort; the CUDA context is outside the budget"),
+            "0.19": ("≥ 0.19", "As 0.17, and the CUDA-graph memory can be estimated before the KV pool (the default)"),
+        },
+        form={"accessible": "vLLM version"},
+    )
+    #: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (vLLM 0.19 and later; vLLM's default is 0)
+    estimate_cudagraphs: bool = option(
+        False,
+        label="CUDA-graph memory in the budget",
+        help="VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 (vLLM 0.19 and later): the graphs' memory is profiled and "
+        "taken out of the KV pool; off (vLLM's default): the graphs are captured after the pool, in the memory "
+        "gpu_memory_utilization leaves",
+        group="vllm",
+        form={"when": {"version": ["0.19"], "enforce_eager": [False]}},
     )
 
 
@@ -174,4 +211,100 @@ class LlamaCppOptions(_Frozen):
         label="full SWA cache",
         help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
         group="hidden",
+    )
+
+
+#: Ollama releases whose memory rules differ (vramdesk.core.engines.ollama's ``BANDS`` says what each one changed)
+OllamaVersion = Literal[
+    "0.2-0.6.6", "0.6.7-0.9.2", "0.9.3-0.9.6", "0.10-0.12.3", "0.12.4-0.12.11", "0.13-0.15.4", "0.15.5-0.24"
+]
+OllamaKvType = Literal["f16", "q8_0", "q4_0"]
+OllamaFlash = Literal["auto", "on", "off"]
+
+
+class OllamaOptions(_Frozen):
+    ollama_version: OllamaVersion = option(
+        "0.15.5-0.24",
+        label="Ollama version",
+        help="The Ollama release: its default context, parallel slots, flash attention and layer fit changed "
+        "between releases",
+        group="ollama",
+        choices={
+            "0.2-0.6.6": ("0.2 - 0.6.6", "num_ctx 2048; 4 parallel slots when the model then fits, else 1"),
+            "0.6.7-0.9.2": ("0.6.7 - 0.9.2", "num_ctx 4096; 2 parallel slots when the model then fits, else 1"),
+            "0.9.3-0.9.6": ("0.9.3 - 0.9.6", "num_ctx at most the model's trained context"),
+            "0.10-0.12.3": ("0.10 - 0.12.3", "num_ctx 4096, one slot, flash attention off unless set"),
+            "0.12.4-0.12.11": ("0.12.4 - 0.12.11", "Flash attention on where the model supports it"),
+            "0.13-0.15.4": ("0.13 - 0.15.4", "Layers fitted to the memory the runner measures"),
+            "0.15.5-0.24": ("0.15.5 - 0.24", "num_ctx from the GPUs' memory: 4k, 32k (23 GiB) or 256k (47 GiB)"),
+        },
+        form={"accessible": "Ollama version"},
+    )
+    #: None = the release's default (OLLAMA_CONTEXT_LENGTH unset), at most the model's trained context
+    num_ctx: int | None = option(
+        None,
+        ge=1,
+        le=MAX_TOKENS,
+        label="Context (num_ctx)",
+        help="Tokens of context per parallel slot (num_ctx / OLLAMA_CONTEXT_LENGTH); auto = the release's "
+        "default, at most the model's trained context",
+        group="ollama",
+        shown="auto",
+        form={"step": 1024, "suffix": " tokens"},
+    )
+    #: None = the release's default (OLLAMA_NUM_PARALLEL unset)
+    num_parallel: int | None = option(
+        None,
+        ge=1,
+        le=512,
+        label="Parallel slots",
+        help="Requests served at once (OLLAMA_NUM_PARALLEL): the KV cache holds num_ctx x this many tokens; "
+        "auto = the release's default",
+        group="ollama",
+        shown="auto",
+    )
+    kv_cache_type: OllamaKvType = option(
+        "f16",
+        label="KV cache type",
+        help="OLLAMA_KV_CACHE_TYPE: q8_0 halves the KV cache, q4_0 quarters it; both need flash attention",
+        group="ollama",
+        choices={
+            "f16": ("f16", "The default: 16-bit keys and values"),
+            "q8_0": ("q8_0", "8-bit blocks: half the KV cache (needs flash attention)"),
+            "q4_0": ("q4_0", "4-bit blocks: a quarter of the KV cache (needs flash attention)"),
+        },
+        form={"accessible": "Ollama KV cache type"},
+    )
+    flash_attention: OllamaFlash = option(
+        "auto",
+        label="Flash attention",
+        help="OLLAMA_FLASH_ATTENTION: auto = the release's default (off before 0.12.4, then on where the model "
+        "supports it)",
+        group="ollama",
+        choices={
+            "auto": ("auto", "The release's default"),
+            "on": ("enabled", "OLLAMA_FLASH_ATTENTION=1 (where the model supports it)"),
+            "off": ("disabled", "OLLAMA_FLASH_ATTENTION=0"),
+        },
+        form={"accessible": "Ollama flash attention"},
+    )
+    #: OLLAMA_GPU_OVERHEAD (bytes in Ollama; MiB here)
+    gpu_overhead_mib: int = option(
+        0,
+        ge=0,
+        le=1_000_000,
+        label="GPU overhead",
+        help="OLLAMA_GPU_OVERHEAD: memory Ollama leaves free on each GPU when it fits the layers",
+        group="ollama",
+        form={"step": 256, "suffix": " MiB", "special": "none"},
+    )
+    #: None = Ollama's own fit of the layers to the GPU's free memory
+    num_gpu: int | None = option(
+        None,
+        ge=0,
+        le=100000,
+        label="GPU layers (num_gpu)",
+        help="Layers on the GPU (num_gpu); auto = Ollama's fit: as many as its free memory holds after its reserve",
+        group="ollama",
+        shown="auto",
     )

@@ -17,7 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from .engine_options import SglangOptions
+from .engine_options import OllamaOptions, SglangOptions
 from .scenario import (
     FinetuneWorkload,
     Hardware,
@@ -37,6 +37,7 @@ _SECTIONS: tuple[tuple[type[BaseModel], tuple[str, ...], str | None], ...] = (
     (VllmOptions, ("workload", "vllm"), "inference"),
     (LlamaCppOptions, ("workload", "llamacpp"), "inference"),
     (SglangOptions, ("workload", "sglang"), "inference"),
+    (OllamaOptions, ("workload", "ollama"), "inference"),
     (FinetuneWorkload, ("workload",), "finetune"),
     (Hardware, ("hardware",), None),
     (Parallelism, ("parallelism",), None),

@@ -445,7 +445,7 @@ def _decode_memory_s(
     # split of the bytes: TP divides them across GPUs that work at once; a layer split (transformers
     # device_map, llama.cpp) runs the GPUs one after another, so the step still reads everything in sequence
     gpu_share = 1.0
-    if eng.offloads_gpu_layers and est.engine.gpu_layers is not None and est.engine.total_layers:
+    if est.engine.gpu_layers is not None and est.engine.total_layers:  # (llama.cpp and Ollama over it)
         gpu_share = est.engine.gpu_layers / est.engine.total_layers
     t_mem_gpu = step_bytes * gpu_share / tp / hw.bw
     t_host = step_bytes * (1.0 - gpu_share) / (eff.host_gbps * 1e9)

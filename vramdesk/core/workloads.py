@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .engine_options import MAX_TOKENS, LlamaCppOptions, SglangOptions, VllmOptions
+from .engine_options import MAX_TOKENS, LlamaCppOptions, OllamaOptions, SglangOptions, VllmOptions
 from .messages import Message
 from .option_decl import _Frozen, option
 from .trainers import TrainerName, with_profile
 
-Engine = Literal["transformers", "vllm", "llamacpp", "sglang"]
+Engine = Literal["transformers", "vllm", "llamacpp", "sglang", "ollama"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
 TransformersVersion = Literal["<=4.35", "4.36-4.44", ">=4.45", "5.x"]
@@ -96,6 +96,11 @@ class InferenceWorkload(_Frozen):
                 "SGLang takes mem_fraction_static of the GPU for the weights and a token pool; the question is how "
                 "many tokens fit",
             ),
+            "ollama": (
+                "ollama",
+                "Ollama: llama.cpp with Ollama's defaults (num_ctx x parallel slots) and its own fit of the layers "
+                "to the GPU",
+            ),
         },
     )
     attention: Attention = option("sdpa", **_ATTENTION)
@@ -126,7 +131,11 @@ class InferenceWorkload(_Frozen):
         help="Data type of the KV cache (fp8 / q8_0 halve it)",
         group="inference",
         choices={"auto": ("auto (compute)", "")},
-        form={"values": ["auto", "bf16", "fp16", "fp8", "q8_0", "q4_0"]},
+        # (Ollama's KV type is its own setting, OLLAMA_KV_CACHE_TYPE)
+        form={
+            "values": ["auto", "bf16", "fp16", "fp8", "q8_0", "q4_0"],
+            "when": {"engine": ["transformers", "vllm", "llamacpp", "sglang"]},
+        },
     )
     #: transformers < 4.45 computed logits for every prompt position in generate(); newer keeps the last
     full_prompt_logits: bool = option(
@@ -190,6 +199,7 @@ class InferenceWorkload(_Frozen):
     vllm: VllmOptions = VllmOptions()
     llamacpp: LlamaCppOptions = LlamaCppOptions()
     sglang: SglangOptions = SglangOptions()
+    ollama: OllamaOptions = OllamaOptions()
 
 
 Method = Literal["full", "lora", "qlora", "ia3", "prompt-tuning", "p-tuning", "prefix-tuning", "ln-tuning", "vera"]

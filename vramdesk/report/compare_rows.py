@@ -38,6 +38,7 @@ _FORM_GROUPS = {
     "hardware": "hardware",
     "vllm": "engine",
     "llamacpp": "engine",
+    "ollama": "engine",
     "device_map": "engine",
     "hidden": "engine",
 }

@@ -45,6 +45,7 @@ GROUPS: tuple[tuple[str, str], ...] = (
     ("vllm", "vLLM"),
     ("llamacpp", "llama.cpp"),
     ("sglang", "SGLang"),
+    ("ollama", "Ollama"),
     ("device_map", "transformers device_map"),
     ("finetune", ""),
     ("hardware", "Hardware"),

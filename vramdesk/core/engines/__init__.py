@@ -9,12 +9,14 @@ branch on.
 from __future__ import annotations
 
 from ..messages import Message
-from . import llamacpp, sglang, transformers, vllm
+from . import llamacpp, ollama, sglang, transformers, vllm
 from .base import Context, Engine, EngineRun, torch_context
 from .vllm import vllm_kv_share, vllm_tp_problem
 
 #: name -> engine, in the order the scenario's literal lists them
-ENGINES: dict[str, Engine] = {e.name: e for e in (transformers.ENGINE, vllm.ENGINE, llamacpp.ENGINE, sglang.ENGINE)}
+ENGINES: dict[str, Engine] = {
+    e.name: e for e in (transformers.ENGINE, vllm.ENGINE, llamacpp.ENGINE, sglang.ENGINE, ollama.ENGINE)
+}
 
 UNKNOWN_ENGINE = Message("engine.unknown", "unknown engine {name!r}: the engines are {known}")
 

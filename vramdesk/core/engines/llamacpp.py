@@ -141,7 +141,8 @@ def _gpu_weights(
     return weights, gpu_w, host_w
 
 
-def _kv_for(ctx: Context, layers: tuple[LayerSpec, ...] | None) -> KvPlan:
+def kv_for(ctx: Context, layers: tuple[LayerSpec, ...] | None) -> KvPlan:
+    """The KV plan of ``layers`` (None = every layer) for the llama.cpp run ``ctx`` describes."""
     work = ctx.work
     opts = work.llamacpp
     return plan_kv(
@@ -311,7 +312,7 @@ def _layer_split(
         w_g -= sum(w.experts_per_layer[i] for i in host_experts & idx)  # (kept in host memory)
         if last and output_on_gpu:
             w_g += w.head + w.other + (w.embedding if arch.tie_embeddings else 0)
-        p_g = _kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
+        p_g = kv_for(ctx, tuple(layer for layer in arch.layers if layer.index in idx))
         c_g = max(logits if last else 0, layer_buf) + ub * arch.hidden * 4
         if g == 0:  # the scheduler runs products whose weights are in host memory on the first GPU
             c_g = max(c_g, buf.staged)
@@ -355,9 +356,9 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     output_on_gpu = ngl > n_layers
     host_experts = cpu_moe_layers(ctx.weights.experts_per_layer, opts.n_cpu_moe, on_gpu)
     weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu, host_experts)
-    plan_all = _kv_for(ctx, None)
+    plan_all = kv_for(ctx, None)
     # (every layer offloaded: the model's plan, whose layout is kept per model)
-    plan = plan_all if gpu_layers == n_layers else _kv_for(ctx, tuple(x for x in arch.layers if x.index in on_gpu))
+    plan = plan_all if gpu_layers == n_layers else kv_for(ctx, tuple(x for x in arch.layers if x.index in on_gpu))
     kv = Component(
         name="KV cache",
         bytes=plan.kv_bytes,

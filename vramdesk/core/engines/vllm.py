@@ -4,6 +4,7 @@ vLLM's KV rule (paged KV, hybrid allocator windows, MLA latent)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import constants as K
@@ -16,8 +17,9 @@ from ..memo import derived
 from ..messages import Explanation, Message, Text, join, later
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload, VllmOptions
-from .base import Context, Engine, EngineRun, max_layer_transient, weights_component
+from .base import Context, Engine, EngineRun, max_layer_transient, torch_context, weights_component
 from .vllm_moe import fused_moe_transient, mxfp4_backend, mxfp4_padding
+from .vllm_versions import RULES, VllmRules, sampler_bytes_per_logit, sampler_kind
 
 TP_HEADS = Message("vllm.tp.heads", "vLLM: tensor parallel {tp} does not divide the {heads} attention heads")
 TP_KV_HEADS = Message(
@@ -33,8 +35,28 @@ PROFILE_MOE = Message(
     "vLLM profiles one step of max_num_batched_tokens {batched}: {layer} (one GPU's), plus fp32 logits and sampler "
     "buffers for max_num_seqs {seqs} x vocab {vocab}",
 )
+PROFILE_SAMPLER = Message(
+    "vllm.profile_activations.sampler",
+    "vLLM {version} profiles one step of max_num_batched_tokens {batched} ({layer}; {forward:.2f} GiB with the "
+    "step's hidden states), then samples {seqs} dummy requests with top-k and top-p over the vocabulary of {vocab}: "
+    "{how}, {per} B per logit, {sampler:.2f} GiB with the hidden states; the peak is the larger of the two",
+)
+SAMPLER_SORT = Message(
+    "vllm.sampler.sort",
+    "the logits ({c} B each), their fp32 copy, the sorted values and int64 indices and torch's sort buffers",
+)
+SAMPLER_TRITON = Message(
+    "vllm.sampler.triton",
+    "the logits ({c} B each), their fp32 copy (masked in place by the Triton top-k/top-p kernel), the fp32 "
+    "probabilities and the exponential noise",
+)
 CUDA_GRAPHS = Message(
     "vllm.cuda_graphs", "CUDA-graph capture pool (enforce_eager=False); vLLM budgets it inside gpu_memory_utilization"
+)
+CUDA_GRAPHS_AFTER = Message(
+    "vllm.cuda_graphs.after_pool",
+    "CUDA-graph capture pool (enforce_eager=False): vLLM {version} captures the graphs after it has sized the KV "
+    "pool, so they take the memory gpu_memory_utilization leaves, not the pool's",
 )
 NON_TORCH = Message(
     "vllm.non_torch", "CUDA context, cuBLAS/NCCL handles (vLLM counts it inside gpu_memory_utilization)"
@@ -42,6 +64,23 @@ NON_TORCH = Message(
 NON_TORCH_TP = Message(
     "vllm.non_torch.tp",
     "CUDA context, cuBLAS/NCCL handles and custom all-reduce buffers (vLLM counts it inside gpu_memory_utilization)",
+)
+NON_TORCH_INCREASE = Message(
+    "vllm.non_torch.increase",
+    "cuBLAS/NCCL handles and the other non-torch memory the profile run adds, inside gpu_memory_utilization (the "
+    "CUDA context is counted apart: vLLM {version} measures from a snapshot taken after it exists)",
+)
+NON_TORCH_INCREASE_TP = Message(
+    "vllm.non_torch.increase.tp",
+    "cuBLAS/NCCL handles, custom all-reduce buffers and the other non-torch memory the profile run adds, inside "
+    "gpu_memory_utilization (the CUDA context is counted apart: vLLM {version} measures from a snapshot taken after "
+    "it exists)",
+)
+POOL_GRAPHS_AFTER = Message(
+    "vllm.kv_pool.graphs_after",
+    "gpu_memory_utilization {utilization} x {memory:.2f} GiB = {pool:.2f} GiB, minus weights, profile activations "
+    "and non-torch memory (the CUDA graphs come later, outside it); holds {capacity:,} tokens at {per_token:,.0f} "
+    "B/token (every layer counted, as vLLM reports it); your {batch} x {seq_len} tokens need {need:.2f} GiB: {plan}",
 )
 POOL = Message(
     "vllm.kv_pool",
@@ -72,6 +111,29 @@ NO_CACHE_ROOM = Message(
     'vLLM would not start ("No available memory for the cache blocks"): weights, profile activations, graphs and '
     "non-torch memory take {fixed:.2f} GiB of the {pool:.2f} GiB gpu_memory_utilization {utilization} gives, "
     "{available:.2f} GiB left for the KV cache; one request of max_model_len {seq_len} tokens needs {need:.2f} GiB",
+)
+NO_CACHE_ROOM_GRAPHS_AFTER = Message(
+    "vllm.start.no_cache_room.graphs_after",
+    'vLLM would not start ("No available memory for the cache blocks"): weights, profile activations and non-torch '
+    "memory take {fixed:.2f} GiB of the {pool:.2f} GiB gpu_memory_utilization {utilization} gives, "
+    "{available:.2f} GiB left for the KV cache; one request of max_model_len {seq_len} tokens needs {need:.2f} GiB",
+)
+#: gpu_worker.py init_device (vLLM 0.10 on): the memory free when the worker starts, the CUDA context already made,
+#: must be at least gpu_memory_utilization x the GPU's memory
+INIT_FREE = Message(
+    "vllm.start.init_free",
+    "vLLM would not start (free memory on the device at start-up is less than the desired GPU memory "
+    "utilization): gpu_memory_utilization {utilization} asks for {pool:.2f} GiB of the GPU's {memory:.2f} GiB, and "
+    "once the CUDA context ({context:.2f} GiB) exists only {free:.2f} GiB are free",
+)
+#: the CUDA graphs (and, from vLLM 0.10, the CUDA context) take the memory outside gpu_memory_utilization: capture_model
+#: runs after the KV pool is allocated (gpu_worker.py compile_or_warm_up_model)
+GRAPHS_OOM = Message(
+    "vllm.start.graphs_oom",
+    "vLLM would run out of memory capturing the CUDA graphs: the KV pool fills gpu_memory_utilization {utilization} "
+    "({pool:.2f} GiB), and the {outside:.2f} GiB that must sit outside it (CUDA graphs {graphs:.2f} GiB, CUDA "
+    "context {context:.2f} GiB) is more than the {headroom:.2f} GiB the GPU has left; lower "
+    "gpu_memory_utilization or set enforce_eager",
 )
 ONE_REQUEST = Message(
     "vllm.start.one_request",
@@ -131,7 +193,7 @@ def _kv_share(arch: Architecture, tp: int) -> float:
     return max(shares, default=1.0)
 
 
-def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
+def _profile_activations(ctx: Context, batched: int, tp: int, rules: VllmRules) -> Component:
     arch, opts = ctx.arch, ctx.work.vllm
     c = ctx.compute_bytes
     seq_len = ctx.input_len + ctx.work.output_len
@@ -142,49 +204,80 @@ def _profile_activations(ctx: Context, batched: int, tp: int) -> Component:
     # an MoE layer runs vLLM's fused-MoE kernel: its buffers per rank (not split by TP along the tokens)
     mxfp4 = mxfp4_backend(ctx.gpu) if ctx.weight_kind == "mxfp4" else None
     moe_b, moe_text = fused_moe_transient(arch, batched, tp, c, mxfp4)
-    sampler = opts.max_num_seqs * arch.vocab * 4 * 2
-    rest = sampler + batched * arch.hidden * c * 2
-    if moe_text is not None and moe_b > layer_b:
+    moe = moe_text is not None and moe_b > layer_b
+    hidden = batched * arch.hidden * c * 2
+    # gpu_model_runner.py profile_run: _dummy_sampler_run samples the last position of min(max_num_seqs,
+    # max_num_batched_tokens) dummy requests after the forward's activations are freed; the step's hidden states stay
+    seqs = min(opts.max_num_seqs, batched)
+    kind = sampler_kind(rules, seqs)
+    if kind != "light":
+        forward = (moe_b if moe else layer_b) + hidden
+        per = sampler_bytes_per_logit(kind, c)
+        sampler = seqs * arch.vocab * per + hidden
+        explain: Explanation = PROFILE_SAMPLER.later(
+            version=rules.label, batched=batched, layer=moe_text if moe else layer_text, forward=forward / GIB,
+            seqs=seqs, vocab=arch.vocab, how=(SAMPLER_SORT if kind == "sort" else SAMPLER_TRITON)(c=c), per=per,
+            sampler=sampler / GIB,
+        )  # fmt: skip
+        return Component(
+            name="profile-run activations", bytes=max(forward, sampler), category="activations", explain=explain
+        )
+    # the releases not read: the fp32 logits twice for max_num_seqs sequences, added to the forward's peak
+    rest = opts.max_num_seqs * arch.vocab * 4 * 2 + hidden
+    if moe:
         explain = PROFILE_MOE.later(batched=batched, layer=moe_text, seqs=opts.max_num_seqs, vocab=arch.vocab)
         return Component(name="profile-run activations", bytes=moe_b + rest, category="activations", explain=explain)
-    return Component(
-        name="profile-run activations",
-        bytes=layer_b + rest,
-        category="activations",
-        explain=PROFILE.later(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab),
-    )
+    explain = PROFILE.later(batched=batched, layer=layer_text, tp=tp, seqs=opts.max_num_seqs, vocab=arch.vocab)
+    return Component(name="profile-run activations", bytes=layer_b + rest, category="activations", explain=explain)
 
 
-def _cuda_graphs(opts: VllmOptions) -> list[Component]:
-    return (
-        []
-        if opts.enforce_eager
-        else [
-            Component(
-                name="CUDA graphs",
-                bytes=K.VLLM_CUDA_GRAPHS,
-                category="overhead",
-                explain=CUDA_GRAPHS(),
-            )
-        ]
-    )
+def _cuda_graphs(opts: VllmOptions, rules: VllmRules) -> list[Component]:
+    if opts.enforce_eager:
+        return []
+    inside = _graphs_in_pool(opts, rules)
+    return [
+        Component(
+            name="CUDA graphs",
+            bytes=K.VLLM_CUDA_GRAPHS,
+            category="overhead",
+            explain=CUDA_GRAPHS() if inside else CUDA_GRAPHS_AFTER(version=rules.label),
+        )
+    ]
 
 
-def _non_torch(tp: int) -> Component:
+def _graphs_in_pool(opts: VllmOptions, rules: VllmRules) -> bool:
+    """Whether the CUDA graphs' memory comes out of the KV pool: only where vLLM profiles it before sizing the pool
+    (0.19 on, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1); every other release captures them after the pool is
+    allocated (gpu_worker.py compile_or_warm_up_model; V0: Worker._warm_up_model after initialize_cache)."""
+    return rules.can_estimate_graphs and opts.estimate_cudagraphs
+
+
+def _non_torch(tp: int, context: Component | None, rules: VllmRules) -> Component:
+    """The non-torch memory inside gpu_memory_utilization: today's allowance, less the CUDA context where vLLM
+    leaves that outside (``context``; its own component then)."""
     non_torch = K.VLLM_NON_TORCH + (K.VLLM_NON_TORCH_TP_EXTRA if tp > 1 else 0)
+    if context is None:
+        explain = NON_TORCH_TP() if tp > 1 else NON_TORCH()
+        return Component(name="non-torch memory", bytes=non_torch, category="overhead", explain=explain)
+    explain = (NON_TORCH_INCREASE_TP if tp > 1 else NON_TORCH_INCREASE)(version=rules.label)
     return Component(
-        name="non-torch memory",
-        bytes=non_torch,
-        category="overhead",
-        explain=NON_TORCH_TP() if tp > 1 else NON_TORCH(),
+        name="non-torch memory", bytes=max(0, non_torch - context.bytes), category="overhead", explain=explain
     )
 
 
 def _kv_pool(
-    ctx: Context, plan: KvPlan, need_kv: int, fixed: int, per_tok: float, one_request: int, model_len: int
+    ctx: Context,
+    plan: KvPlan,
+    need_kv: int,
+    fixed: int,
+    per_tok: float,
+    one_request: int,
+    model_len: int,
+    graphs_after: bool,
 ) -> tuple[Component, dict[str, Any], list[Text]]:
     """The KV pool gpu_memory_utilization leaves (or, with no GPU chosen, the KV the requests need), the pool's
-    answers (the concurrency is vLLM's: for requests of max_model_len, ``model_len``) and its warnings."""
+    answers (the concurrency is vLLM's: for requests of max_model_len, ``model_len``) and its warnings;
+    ``graphs_after``: the CUDA graphs are captured after the pool, outside ``fixed``."""
     opts = ctx.work.vllm
     b = ctx.work.batch
     seq_len = ctx.input_len + ctx.work.output_len
@@ -204,7 +297,7 @@ def _kv_pool(
             "max_concurrent_sequences": min(max_seqs, opts.max_num_seqs),
             "max_concurrency": round(concurrency, 4) if concurrency is not None else None,
         }
-        explain: Explanation = POOL.later(
+        explain: Explanation = (POOL_GRAPHS_AFTER if graphs_after else POOL).later(
             utilization=opts.gpu_memory_utilization,
             memory=ctx.gpu.memory_bytes / GIB,
             pool=pool / GIB,
@@ -246,16 +339,26 @@ def _weights(ctx: Context, share: float, tp: int, pp: int) -> Component:
     return weights.model_copy(update={"bytes": weights.bytes + extra, "explain": join("; ", weights.explain, note)})
 
 
-def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float, seq_len: int) -> Text | None:
-    """Why vLLM would refuse to start (kv_cache_utils.py, check_enough_kv_cache_memory): the memory left for the
-    KV cache is not positive, or smaller than one request of max_model_len (``seq_len``) needs; None when it
-    starts."""
+def _start_check(
+    ctx: Context, fixed: int, one_request: int, per_tok: float, seq_len: int, outside: _Outside
+) -> Text | None:
+    """Why vLLM would refuse to start, in the order it checks, or None when it starts: the memory free at start-up
+    below the budget (``outside``: what sits outside gpu_memory_utilization); the memory left for the KV cache not
+    positive, or smaller than one request of max_model_len (``seq_len``) needs (kv_cache_utils.py,
+    check_enough_kv_cache_memory); then the graphs captured after the pool not fitting beside it."""
     assert ctx.gpu is not None
     opts = ctx.work.vllm
-    pool = int(opts.gpu_memory_utilization * ctx.gpu.memory_bytes)
+    memory = ctx.gpu.memory_bytes
+    pool = int(opts.gpu_memory_utilization * memory)
+    headroom = memory - pool
+    if outside.context > headroom:
+        return INIT_FREE(
+            utilization=opts.gpu_memory_utilization, pool=pool / GIB, memory=memory / GIB,
+            context=outside.context / GIB, free=(memory - outside.context) / GIB,
+        )  # fmt: skip
     available = pool - fixed
     if available <= 0:
-        return NO_CACHE_ROOM(
+        return (NO_CACHE_ROOM_GRAPHS_AFTER if outside.graphs_after else NO_CACHE_ROOM)(
             fixed=fixed / GIB, pool=pool / GIB, utilization=opts.gpu_memory_utilization,
             available=available / GIB, seq_len=seq_len, need=one_request / GIB,
         )  # fmt: skip
@@ -264,7 +367,27 @@ def _start_check(ctx: Context, fixed: int, one_request: int, per_tok: float, seq
             seq_len=seq_len, need=one_request / GIB, available=available / GIB,
             utilization=opts.gpu_memory_utilization, max_len=_longest(available, per_tok, opts.block_size),
         )  # fmt: skip
+    if outside.graphs and outside.total > headroom:
+        return GRAPHS_OOM(
+            utilization=opts.gpu_memory_utilization, pool=pool / GIB, outside=outside.total / GIB,
+            graphs=outside.graphs / GIB, context=outside.context / GIB, headroom=headroom / GIB,
+        )  # fmt: skip
     return None
+
+
+@dataclass(frozen=True)
+class _Outside:
+    """What vLLM needs beside gpu_memory_utilization's budget on one GPU: the CUDA graphs captured after the pool
+    (0 where they come out of it, or with enforce_eager) and the CUDA context where the profile does not count it."""
+
+    graphs: int
+    context: int
+    #: the CUDA graphs are captured after the pool is sized (their memory is not in the pool's ``fixed``)
+    graphs_after: bool
+
+    @property
+    def total(self) -> int:
+        return self.graphs + self.context
 
 
 def _longest(available: int, per_tok: float, block_size: int) -> int:
@@ -312,9 +435,10 @@ def vllm_run(ctx: Context) -> EngineRun:
     # tensor parallel shards every layer; pipeline parallel gives each stage 1/pp of the layers
     w_share = 1.0 / (tp * pp)
     weights = _weights(ctx, w_share, tp, pp)
-    activations = _profile_activations(ctx, batched, tp)
+    rules = RULES[opts.version]
+    activations = _profile_activations(ctx, batched, tp, rules)
     act = activations.bytes
-    graphs = _cuda_graphs(opts)
+    graphs = _cuda_graphs(opts, rules)
     kv_bits = ctx.kv_bits
     kv_layers = arch.layers
     plan = plan_kv(
@@ -341,13 +465,22 @@ def vllm_run(ctx: Context) -> EngineRun:
 
     model_len = opts.max_model_len or seq_len
     one_request = one_kv(model_len)
-    non_torch_c = _non_torch(tp)
-    non_torch = non_torch_c.bytes
-    fixed = weights.bytes + act + sum(g.bytes for g in graphs) + non_torch
+    context = torch_context(ctx.gpu) if rules.context_outside_budget else None
+    non_torch_c = _non_torch(tp, context, rules)
+    graph_bytes = sum(g.bytes for g in graphs)
+    in_pool = _graphs_in_pool(opts, rules)
+    outside = _Outside(
+        graphs=0 if in_pool else graph_bytes,
+        context=context.bytes if context is not None else 0,
+        graphs_after=not in_pool,
+    )
+    fixed = weights.bytes + act + non_torch_c.bytes + (graph_bytes if in_pool else 0)
     per_tok = plan.bytes_per_token_all_layers / kv_div
-    kv, info_kwargs, pool_warnings = _kv_pool(ctx, plan, need_kv, fixed, per_tok, one_request, model_len)
+    kv, info_kwargs, pool_warnings = _kv_pool(
+        ctx, plan, need_kv, fixed, per_tok, one_request, model_len, graphs_after=not in_pool
+    )
     warnings.extend(pool_warnings)
-    refusal = _start_check(ctx, fixed, one_request, per_tok, model_len) if ctx.gpu is not None else None
+    refusal = _start_check(ctx, fixed, one_request, per_tok, model_len, outside) if ctx.gpu is not None else None
     if refusal is None:
         warnings.extend(_length_warnings(ctx, fixed, per_tok, seq_len, one_kv))
     serving = [weights, activations, *graphs, kv]
@@ -364,7 +497,7 @@ def vllm_run(ctx: Context) -> EngineRun:
     )
     return EngineRun(
         phases=phases,
-        device_extra=[non_torch_c],
+        device_extra=[non_torch_c] if context is None else [non_torch_c, context],
         reserved_slack=0,
         reserved_explain=RESERVED(),
         host_bytes=0,
