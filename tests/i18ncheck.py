@@ -68,6 +68,7 @@ CORE_WHITELIST = frozenset(
         "nll",
         "log-softmax",
         "log-sum-exp",
+        "SDPA",
         "logits",
         "token",
         "DynamicCache",

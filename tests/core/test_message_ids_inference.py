@@ -15,7 +15,7 @@ import pytest
 from i18ncheck import CORE_WHITELIST, english_left, without_id
 
 import vramdesk.core.engines as engines_package
-from vramdesk.core import architecture, kv, kv_layers, weight_format_text
+from vramdesk.core import architecture, attention_impl, kv, kv_layers, weight_format_text
 from vramdesk.core import estimate as estimate_module
 from vramdesk.core import gpu as gpu_module
 from vramdesk.core.architecture import AttentionKind
@@ -60,9 +60,11 @@ PREFIXES = (
     "inventory.",
     "arch.",
     "gpu.",
+    "attention.",
 )
 MODULES = (
     architecture,
+    attention_impl,
     base,
     engines_package,
     estimate_module,

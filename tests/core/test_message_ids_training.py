@@ -173,6 +173,8 @@ def texts() -> list[tuple[str, set[str]]]:
     for model_id, work, par, gpus, base in PLANS:
         for t in _run_texts(model_id, work, par, gpus, base):
             names = {model_id, "lora_bias=all"}
+            if t.id == "attention.eager_fallback":  # the model type, as transformers names it
+                names.add(str(t.args["model_type"]))
             if "block_training" in work:  # the methods' and the trainer's own names
                 names |= {"LISA", "LMFlow", "BAdam"}
             if "trainer" in work:  # a trainer's fixed settings are named as the command line spells them

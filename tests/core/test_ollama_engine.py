@@ -237,3 +237,25 @@ def test_the_cut_to_the_trained_context_came_in_0_9_3() -> None:
     assert _bytes(old, "KV cache") == 200_192 * L8_CELL
     assert _bytes(new, "KV cache") == 131_072 * L8_CELL
     assert "the model's trained context" in next(c for c in new.components if c.name == "KV cache").explain
+
+
+def test_releases_up_to_0_12_reserve_the_larger_graph_for_every_placement() -> None:
+    """llm/memory.go EstimateGPULayers checks each layer against max(graphPartialOffload, graphFullOffload). Gemma 2
+    9B Q4_0 with 6.9 GiB free (ollama/ollama#5821, a 0.2 release): the partial graph (1.2 GiB) is larger than the
+    full one (507 MiB), so Ollama placed 42 of 43 layers; with each run's own graph the output layer fits too."""
+    model, gpu = "google/gemma-2-9b-it", CAT.gpu("RTX 3060 12GB")
+    free = gpu.model_copy(update={"free_bytes": int(6.9 * 1024 * MIB)})
+
+    def run(version: str) -> Estimate:
+        s = _scenario(model, "RTX 3060 12GB", weights="q4_0", ollama={"ollama_version": version})
+        return estimate(s, CAT.facts(model), free)
+
+    old = run("0.2-0.6.6")
+    assert old.engine.gpu_layers == 42 and "offloaded 42/43 layers" in str(_weights_text(old))
+    full = _llamacpp(model, "RTX 3060 12GB", 2048, 1, n_gpu_layers=43)
+    partial = _llamacpp(model, "RTX 3060 12GB", 2048, 1, n_gpu_layers=42)
+    assert _bytes(partial, "compute buffer") > _bytes(full, "compute buffer")
+
+
+def _weights_text(est: Estimate) -> str:
+    return next(c.explain for c in est.components if c.name == "weights")

@@ -53,6 +53,9 @@ class TrainerProfile:
     quantised_single_gpu: bool = False
     #: it does not run DeepSpeed ZeRO
     no_zero: bool = False
+    #: it computes attention with its own code (its own models, or kernels it patches in), not with transformers'
+    #: attention implementations: transformers' eager fallback for a model without SDPA does not apply
+    own_attention: bool = False
     #: where each fact comes from: repository, file, function
     sources: tuple[str, ...] = ()
 
@@ -64,6 +67,7 @@ PROFILES: dict[str, TrainerProfile] = {
     ),
     "torchtune": TrainerProfile(
         "torchtune",
+        own_attention=True,
         # recipes/configs/*_lora_single_device.yaml: loss CEWithChunkedOutputLoss (8 chunks),
         # enable_activation_checkpointing True, enable_activation_offloading False
         defaults={"chunked_loss": True, "grad_checkpointing": True},
@@ -101,6 +105,7 @@ PROFILES: dict[str, TrainerProfile] = {
     ),
     "unsloth": TrainerProfile(
         "unsloth",
+        own_attention=True,
         # use_gradient_checkpointing="unsloth" (its notebooks' value): checkpointed layer inputs go to CPU memory
         defaults={"grad_checkpointing": True, "activation_offload": True},
         loss="fused-16bit",
@@ -113,6 +118,7 @@ PROFILES: dict[str, TrainerProfile] = {
     ),
     "litgpt": TrainerProfile(
         "litgpt",
+        own_attention=True,
         # finetune/lora.py has no activation-checkpointing setting; its LoRA layers are made in the model's dtype
         fixed={"grad_checkpointing": False, "adapter_dtype": "base", "chunked_loss": False},
         loss="chunked-head",

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from . import training_text as T
+from .attention_impl import effective_attention
 from .gpu import GIB, MIB
 from .inventory import Tensor
 from .lora import lora_parameters
@@ -92,6 +93,14 @@ def training_phases(
     ``gpus_per_node``: GPUs of one machine (hybrid FSDP shards inside a machine); None = all of them.
     A plan that cannot run is refused first, by :func:`~vramdesk.core.training_plan.check_plan`."""
     check_plan(facts, work, par, base_weights, gpu_count)
+    # (the attention transformers' model code runs: "sdpa" is eager where the model has no SDPA path)
+    attention, attention_note = (
+        (work.attention, None)
+        if profile(work.trainer).own_attention
+        else effective_attention(facts.arch.model_type, work.attention)
+    )
+    if attention != work.attention:
+        work = work.model_copy(update={"attention": attention})
     if _in_backward(work) and (par.zero or par.fsdp):
         raise TrainingError(IN_BACKWARD_SHARDED(optimizer=work.optimizer))
     model = _model_tensors(facts, work)
@@ -123,7 +132,7 @@ def training_phases(
         phases=phases,
         trainable=_trained_count(tr),
         host_bytes=round(float(acts.host) + per.host),
-        warnings=_warnings(work, par, tr, sh, per, gpus_per_node),
+        warnings=[*([attention_note] if attention_note else []), *_warnings(work, par, tr, sh, per, gpus_per_node)],
         gpus=sh.n,
         stages=pipeline_stages(facts, phases, sh.pp, work.grad_accum) if sh.pp > 1 else [],
         step_segments=step_segments,

@@ -190,12 +190,21 @@ def _held_layer(ctx: Context) -> int:
     return ctx.weights.per_layer.get(first.index, 0) + llamacpp.kv_for(ctx, (first,)).kv_bytes
 
 
-def _fits(ctx: Context, run: EngineRun, opts: OllamaOptions, held: int) -> bool:
-    """Every GPU's layers and graph fit in its free memory less Ollama's minimum, OLLAMA_GPU_OVERHEAD and ``held``."""
+def _graph(phases: list[Phase]) -> int:
+    """The compute buffer one GPU's run holds (ggml's graph; 0 without one)."""
+    return max((c.bytes for p in phases for c in p.components if c.name == "compute buffer"), default=0)
+
+
+def _fits(ctx: Context, run: EngineRun, opts: OllamaOptions, held: int, graph: int | None = None) -> bool:
+    """Every GPU's layers and graph fit in its free memory less Ollama's minimum, OLLAMA_GPU_OVERHEAD and ``held``.
+    ``graph``: the graph Ollama reserves on every GPU whatever the layers (None: each run's own compute buffer)."""
     if ctx.gpu is None:
         return True
     room = _free(ctx) - MINIMUM_MEMORY - opts.gpu_overhead_mib * MIB - held
-    return all(max(p.allocated_bytes for p in phases) <= room for phases in _gpu_phases(run))
+    return all(
+        max(p.allocated_bytes for p in phases) - (0 if graph is None else _graph(phases) - graph) <= room
+        for phases in _gpu_phases(run)
+    )
 
 
 def fitted_layers(ctx: Context, s: Settings, parallel: int) -> tuple[int, EngineRun]:
@@ -209,14 +218,19 @@ def fitted_layers(ctx: Context, s: Settings, parallel: int) -> tuple[int, Engine
         return llamacpp.llamacpp_run(llama_context(ctx, s, parallel, n))
 
     best = run(total)
-    if _fits(ctx, best, opts, held):
+    # up to v0.12.11 (llm/memory.go EstimateGPULayers) every placement is checked against
+    # max(graphPartialOffload, graphFullOffload), the larger of the full run's graph and a partial one's
+    graph = None
+    if BANDS[opts.ollama_version].holds_a_layer:
+        graph = max(_graph(_gpu_phases(best)[0]), _graph(_gpu_phases(run(ctx.arch.n_layers))[0]))
+    if _fits(ctx, best, opts, held, graph):
         return total, best
     lo, hi = 0, ctx.arch.n_layers  # the output layer goes only with every repeating layer
     best = run(lo)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         r = run(mid)
-        if _fits(ctx, r, opts, held):
+        if _fits(ctx, r, opts, held, graph):
             lo, best = mid, r
         else:
             hi = mid - 1

@@ -3,11 +3,13 @@ PyTorch caching allocator's slack, and transformers' KV rule."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import ceil
 from typing import TYPE_CHECKING
 
 from .. import constants as K
 from ..architecture import Architecture, AttentionKind, LayerSpec, RecurrentState
+from ..attention_impl import effective_attention
 from ..gpu import GIB, MIB, GpuSpec
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions
@@ -404,9 +406,14 @@ def _transformers_gpu(
 
 
 def transformers_run(ctx: Context) -> EngineRun:
+    warnings: list[Text] = []
+    # (the attention transformers runs: "sdpa" is eager where the model's implementation has no SDPA path)
+    attention, note = effective_attention(ctx.arch.model_type, ctx.work.attention)
+    if note is not None:
+        ctx = replace(ctx, work=ctx.work.model_copy(update={"attention": attention}))
+        warnings.append(note)
     arch, work = ctx.arch, ctx.work
     c = ctx.compute_bytes
-    warnings: list[Text] = []
     n_gpus = max(1, ctx.gpu_count)
     if ctx.tp > 1:
         warnings.append(TP_AS_DEVICE_MAP())
