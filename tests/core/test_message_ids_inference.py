@@ -15,7 +15,7 @@ import pytest
 from i18ncheck import CORE_WHITELIST, english_left, without_id
 
 import vramdesk.core.engines as engines_package
-from vramdesk.core import architecture, attention_impl, kv, kv_layers, weight_format_text
+from vramdesk.core import architecture, attention_impl, kv, kv_layers, llamacpp_fit, weight_format_text
 from vramdesk.core import estimate as estimate_module
 from vramdesk.core import gpu as gpu_module
 from vramdesk.core.architecture import AttentionKind
@@ -72,6 +72,7 @@ MODULES = (
     kv,
     kv_layers,
     llamacpp,
+    llamacpp_fit,
     ollama,
     sglang,
     transformers,
@@ -291,6 +292,37 @@ SCENARIOS = [
     ),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference"),
     _s("Qwen/Qwen3.5-4B", "H100 SXM", kind="inference", engine="llamacpp", weights="q4_k_m"),
+    # llama.cpp's --fit: the layers it places on one GPU, on two (an MoE model's experts in host memory; a margin
+    # that leaves the first GPU no layer and the last the output layer alone), and the plans it leaves alone
+    _s(L70, "RTX 4090", weights="q4_k_m", kind="inference", engine="llamacpp", llamacpp={"fit": True}),
+    _s("Qwen/Qwen3-30B-A3B", "RTX 4090", kind="inference", engine="llamacpp", llamacpp={"fit": True}),
+    _s(
+        "meta-llama/Llama-3.1-405B",
+        "RTX 4090",
+        gpus=2,
+        kind="inference",
+        engine="llamacpp",
+        input_len=8192,
+        llamacpp={"fit": True, "fit_target_mib": 16000},
+    ),
+    _s(
+        L70,
+        "RTX 4090",
+        weights="q4_k_m",
+        kind="inference",
+        engine="llamacpp",
+        llamacpp={"fit": True, "n_gpu_layers": 80},
+    ),
+    _s(
+        L70,
+        "RTX 4090",
+        weights="q8_0",
+        gpus=2,
+        kind="inference",
+        engine="llamacpp",
+        llamacpp={"fit": True, "split_mode": "row"},
+    ),
+    _s("Qwen/Qwen3-30B-A3B", "RTX 4090", kind="inference", engine="llamacpp", llamacpp={"fit": True, "n_cpu_moe": 4}),
     _s("deepseek-ai/DeepSeek-V3", "H200 SXM", gpus=8, kind="inference", engine="vllm", parallel={"tp": 8}),
     _s("deepseek-ai/DeepSeek-V3", "H200 SXM", gpus=8, kind="inference", input_len=1024),
     _s("meta-llama/Llama-4-Scout-17B-16E-Instruct", "H200 SXM", gpus=2, kind="inference", input_len=1024),

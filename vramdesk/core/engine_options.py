@@ -212,6 +212,27 @@ class LlamaCppOptions(_Frozen):
         help="llama.cpp --swa-full: sliding-window layers keep a cache for the whole context",
         group="hidden",
     )
+    #: llama.cpp's --fit: before loading, it prices the plan against each GPU's free memory and, when a GPU would
+    #: keep less than ``fit_target_mib``, offloads fewer layers (MoE models: the experts of the last layers first);
+    #: it leaves a plan alone whose -ngl or --n-cpu-moe is set (vramdesk.core.llamacpp_fit follows its order of
+    #: decisions). llama.cpp turns it on by default (common/common.h ``fit_params = true``); off here, so that a
+    #: plan is priced as written unless asked
+    fit: bool = option(
+        False,
+        label="fit to free memory (--fit)",
+        help="llama.cpp --fit: offload fewer layers when a GPU would keep less free memory than the margin; "
+        "a plan with GPU layers or MoE experts in CPU memory set is left as it is",
+        group="llamacpp",
+    )
+    fit_target_mib: int = option(
+        1024,
+        ge=0,
+        le=1024 * 1024,
+        label="Fit margin",
+        help="llama.cpp --fit-target: the memory --fit leaves free on every GPU, MiB",
+        group="llamacpp",
+        form={"when": {"fit": [True]}, "beside": "fit", "step": 256, "suffix": " MiB", "accessible": "--fit margin"},
+    )
 
 
 #: Ollama releases whose memory rules differ (vramdesk.core.engines.ollama's ``BANDS`` says what each one changed)

@@ -12,6 +12,7 @@ from ..families import family_of
 from ..gpu import GIB, MIB
 from ..kv import KvPlan, plan_kv
 from ..kv_layers import KvOptions, pad
+from ..llamacpp_fit import Layout, fitted_run
 from ..memo import derived
 from ..messages import Explanation, Message, Text, join, later
 from ..parallel import split_layers
@@ -66,6 +67,9 @@ CPU_MOE = Message(
 CPU_MOE_ALL = Message(
     "llamacpp.weights.cpu_moe.all", "the MoE experts of all {layers} layers in host memory (--cpu-moe): {gib:.2f} GiB"
 )
+CPU_MOE_FIT = Message(
+    "llamacpp.weights.cpu_moe.fit", "the MoE experts of {layers} layers in host memory (--fit): {gib:.2f} GiB"
+)
 CPU_MOE_HERE = Message(
     "llamacpp.weights.cpu_moe.here", "the MoE experts of {layers} of these layers in host memory: {gib:.2f} GiB"
 )
@@ -83,6 +87,8 @@ ROW_SCRATCH = Message(
     "+ {intermediate}) x 4 B)",
 )
 GPU_LAYERS = Message("llamacpp.split.layers", "GPU {index}: layers {first}-{last}")
+GPU_EMPTY = Message("llamacpp.split.empty", "GPU {index}: no layers")
+GPU_OUTPUT_ONLY = Message("llamacpp.split.output_only", "GPU {index}: the output layer")
 GPU_LAYERS_OUTPUT = Message("llamacpp.split.layers.output", "GPU {index}: layers {first}-{last} + output layer")
 KV_CELLS = Message("llamacpp.kv", "n_ctx {cells} cells: {plan}")
 RECURRENT_STATE = Message("llamacpp.recurrent_state", "F32 conv + delta-rule state: {bytes:,} B per sequence")
@@ -107,6 +113,8 @@ def cpu_moe_layers(experts_per_layer: dict[int, int], n_cpu_moe: int, on_gpu: se
 def _host_experts_explain(ctx: Context, host_experts: set[int]) -> Text:
     n = ctx.work.llamacpp.n_cpu_moe
     gib = sum(ctx.weights.experts_per_layer[i] for i in host_experts) / GIB
+    if not n:  # (the layers --fit chose)
+        return CPU_MOE_FIT(layers=len(host_experts), gib=gib)
     if n >= ctx.arch.n_layers:
         return CPU_MOE_ALL(layers=ctx.arch.n_layers, gib=gib)
     return CPU_MOE(layers=n, gib=gib)
@@ -296,18 +304,25 @@ def _layer_split(
     n_split: int,
     buf: _ComputeBuffer,
     host_experts: set[int],
+    counts: tuple[int, ...] | None = None,
 ) -> list[list[Phase]]:
     """--split-mode layer (the default): the offloaded layers are divided between the GPUs in order (each less
     the experts kept in host memory), the output layer and the logits buffer go with the last one; every GPU has
-    its own compute buffer"""
+    its own compute buffer. ``counts``: each GPU's layers (--fit's tensor split; the output layer is the last of
+    the last GPU's); None = as even as can be"""
     arch, w = ctx.arch, ctx.weights
     weights, kv = comps[0], comps[1]
     ub, logits, layer_buf = buf.ub, buf.logits, buf.layer_buf
     per_gpu_phases: list[list[Phase]] = []
     offloaded = sorted(on_gpu)
-    for g, part in enumerate(split_layers(len(offloaded), n_split)):
+    parts = split_layers(len(offloaded), n_split) if counts is None else _shares(counts, len(offloaded))
+    last_g = n_split - 1 if counts is None else max(g for g, c in enumerate(counts) if c)
+    for g, part in enumerate(parts):
         idx = {offloaded[i] for i in part}
-        last = g == n_split - 1
+        last = g == last_g
+        if not idx and not (last and output_on_gpu):
+            per_gpu_phases.append(_empty_gpu(g, comps, buf))
+            continue
         w_g = sum(b_ for i, b_ in w.per_layer.items() if i in idx)
         w_g -= sum(w.experts_per_layer[i] for i in host_experts & idx)  # (kept in host memory)
         if last and output_on_gpu:
@@ -319,7 +334,11 @@ def _layer_split(
         here = host_experts & idx
         moe_gib = sum(w.experts_per_layer[i] for i in here) / GIB
         moe_here = [CPU_MOE_HERE(layers=len(here), gib=moe_gib)] if here else []
-        where = (GPU_LAYERS_OUTPUT if last and output_on_gpu else GPU_LAYERS)(index=g, first=min(idx), last=max(idx))
+        if idx:
+            top = GPU_LAYERS_OUTPUT if last and output_on_gpu else GPU_LAYERS
+            where = top(index=g, first=min(idx), last=max(idx))
+        else:  # (--fit's last GPU may hold the output layer alone)
+            where = GPU_OUTPUT_ONLY(index=g)
         g_comps = [
             weights.model_copy(update={"bytes": w_g, "explain": join("; ", ctx.weights_label, where, *moe_here)}),
             kv.model_copy(update={"bytes": p_g.kv_bytes, "explain": join("; ", p_g.explain, where)}),
@@ -338,23 +357,54 @@ def _layer_split(
     return per_gpu_phases
 
 
+def _shares(counts: tuple[int, ...], n_offloaded: int) -> list[range]:
+    """Each GPU's range of the offloaded repeating layers from its layer count (the output layer, counted last,
+    has no range)."""
+    out, start = [], 0
+    for c in counts:
+        out.append(range(min(start, n_offloaded), min(start + c, n_offloaded)))
+        start += c
+    return out
+
+
+def _empty_gpu(g: int, comps: list[Component], buf: _ComputeBuffer) -> list[Phase]:
+    """A GPU --fit gives no layers: nothing but, on the first GPU, the products whose weights are in host memory."""
+    where = GPU_EMPTY(index=g)
+    compute = buf.staged if g == 0 else 0
+    g_comps = [
+        comps[0].model_copy(update={"bytes": 0, "explain": where}),
+        comps[1].model_copy(update={"bytes": 0, "explain": where}),
+        comps[-1].model_copy(update={"bytes": compute, "explain": comps[-1].explain if compute else where}),
+    ]
+    return [Phase(name="load", components=(g_comps[0],)), Phase(name="generate", components=tuple(g_comps))]
+
+
 #: the CUDA context and cuBLAS handle of a ggml-cuda process (the same component for every plan)
 _CONTEXT = Component(name="CUDA context", bytes=K.LLAMACPP_CONTEXT, category="overhead", explain=CONTEXT())
 
 
-def llamacpp_run(ctx: Context) -> EngineRun:
+def llamacpp_run(ctx: Context, layout: Layout | None = None) -> EngineRun:
+    """The llama.cpp run of ``ctx``; ``layout``: where --fit puts the layers and the experts (None: the plan's own
+    -ngl, --n-cpu-moe and even split)."""
     arch, work = ctx.arch, ctx.work
     opts = work.llamacpp
     b, s_in, s_out = work.batch, ctx.input_len, work.output_len
     seq_len = s_in + s_out
     n_layers = arch.n_layers
+    counts = None if layout is None else layout.counts
     ngl = n_layers + 1 if opts.n_gpu_layers is None else min(opts.n_gpu_layers, n_layers + 1)
     gpu_layers = min(ngl, n_layers)
     # llama.cpp offloads the last n_gpu_layers repeating layers; the output layer goes to the GPU only when
     # n_gpu_layers exceeds the layer count; token embeddings stay in host memory
-    on_gpu = set(range(n_layers - gpu_layers, n_layers))
     output_on_gpu = ngl > n_layers
+    if counts is not None:
+        # (the llama.cpp of --fit offloads the last ngl of the n_layer + 1 layers: the output layer first)
+        ngl = min(sum(counts), n_layers + 1)
+        gpu_layers, output_on_gpu = max(0, ngl - 1), ngl > 0
+    on_gpu = set(range(n_layers - gpu_layers, n_layers))
     host_experts = cpu_moe_layers(ctx.weights.experts_per_layer, opts.n_cpu_moe, on_gpu)
+    if layout is not None and layout.host_experts is not None:
+        host_experts = {i for i in layout.host_experts & on_gpu if ctx.weights.experts_per_layer.get(i)}
     weights, gpu_w, host_w = _gpu_weights(ctx, on_gpu, gpu_layers, output_on_gpu, host_experts)
     plan_all = kv_for(ctx, None)
     # (every layer offloaded: the model's plan, whose layout is kept per model)
@@ -385,13 +435,15 @@ def llamacpp_run(ctx: Context) -> EngineRun:
     phases = [Phase(name="load", components=(weights,)), Phase(name="generate", components=tuple(comps))]
     per_gpu_phases: list[list[Phase]] = []
     n_split = min(max(1, ctx.gpu_count), max(1, gpu_layers))
+    if counts is not None and ngl:
+        n_split = len(counts)
     if n_split > 1 and opts.split_mode == "row":
         # --split-mode row spreads the matrices over every GPU (see _row_split)
         n_split = max(1, ctx.gpu_count)
         per_gpu_phases = _row_split(ctx, weights, comps, gpu_w, n_split, buf)
         phases = per_gpu_phases[0]
     elif n_split > 1:
-        per_gpu_phases = _layer_split(ctx, comps, on_gpu, output_on_gpu, n_split, buf, host_experts)
+        per_gpu_phases = _layer_split(ctx, comps, on_gpu, output_on_gpu, n_split, buf, host_experts, counts)
         phases = per_gpu_phases[0]
     info = EngineInfo(
         engine="llamacpp",
@@ -468,7 +520,8 @@ class LlamacppEngine(Engine):
         return 4 * ((lin.conv_kernel - 1) * lin.conv_dim + lin.recurrent_elements)
 
     def run(self, ctx: Context) -> EngineRun:
-        return llamacpp_run(ctx)
+        # (--fit: the layers llama.cpp places itself for the GPUs' free memory)
+        return fitted_run(ctx, llamacpp_run)
 
     def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
         # llama.cpp has no tensor parallel: parallelism.tp is not read (its multi-GPU split is --split-mode)
