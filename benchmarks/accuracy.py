@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from vramdesk.core.engines.vllm_versions import band_of
 from vramdesk.core.estimate import EstimateError, estimate
 from vramdesk.core.facts import ModelFacts, model_facts
 from vramdesk.core.gpu import GIB, GpuSpec
@@ -218,6 +219,8 @@ def _estimate_row(row: dict[str, Any], models: Models) -> list[Row]:
                 "gpu_memory_utilization": 0.9,
                 "max_num_seqs": int(settings.get("max_num_seqs") or 256),
                 "max_num_batched_tokens": 8192,
+                # the row's own vLLM release (its band of vramdesk.core.engines.vllm_versions), as score_vllm.py does
+                "version": band_of(str(row.get("framework_version") or "0.19")),
             },
         }
         scenario = Scenario.model_validate(

@@ -57,6 +57,13 @@ ALLOC_LARGE_SEGMENT = 20 * MIB
 #: (bf16 scores, mask add, fp32 softmax and the bf16 cast overlap); measured by the tensor-level trace in
 #: shared/research/trace-oracle.md §3 (10.3 B).
 EAGER_SCORES_BYTES = 10.3
+#: the same for gpt-oss, whose eager_attention_forward (transformers 5.24 modeling_gpt_oss.py) keeps the softmax in
+#: the logits' 16-bit dtype: at the softmax the masked scores, the sink-concatenated logits less their max and the
+#: probabilities are alive, 3 x 2 B (read from the code, not measured)
+EAGER_SCORES_BYTES_SINKS = 6.0
+#: what gpt-oss's eager attention keeps for backward per score: the softmax output (2 B; the matmul with V saves a
+#: view of it; the max, the subtraction, the concatenation and the mask add keep nothing of that size)
+EAGER_SAVED_BYTES_SINKS = 2.0
 
 #: default headroom of the fit verdict: what a desktop keeps for the display server and what allocator
 #: spikes need. "tight" when the estimate is within this margin.

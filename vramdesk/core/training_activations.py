@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from . import constants as K
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .gpu import GIB, MIB
 from .inventory import Tensor
@@ -388,9 +389,12 @@ def _saved_per_layer(
         per_tok = (per_tok - replicated) / tp + replicated
         layer_b = per_tok * tokens * prec.activ_scale
         if work.attention == "eager" and layer.attention not in (AttentionKind.LINEAR,):
-            kept = min(s, layer.window or s) + prefix_keys(work)
-            # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output)
-            layer_b += (6.2 + (2 if arch.attn_softcap else 0)) * layer.n_heads * s * kept * b / tp
+            # (eager attention scores every key and masks the ones outside a sliding window: s x s in every layer)
+            kept = s + prefix_keys(work)
+            # (+2 B: Gemma 2's tanh soft-capping of the scores keeps its output; gpt-oss keeps only its 16-bit
+            # softmax output, which the scores' matmul reads as a view: K.EAGER_SAVED_BYTES_SINKS)
+            per = K.EAGER_SAVED_BYTES_SINKS if arch.attention_sinks else 6.2 + (2 if arch.attn_softcap else 0)
+            layer_b += per * layer.n_heads * s * kept * b / tp
         layer_b += (merged.get(layer.index, 0) + kept_w.get(layer.index, 0)) / tp
         per_layer.append(layer_b)
     return _Layers(per_layer, rule, extras, merged)

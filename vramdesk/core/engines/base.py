@@ -214,9 +214,10 @@ def _attention_transient(
     text: Explanation = ATTENTION.later()
     if attention == "eager":
         kept = min(s, layer.window or s)
-        scores = round(K.EAGER_SCORES_BYTES * seqs * layer.n_heads * s * kept)
+        per = K.EAGER_SCORES_BYTES_SINKS if arch.attention_sinks else K.EAGER_SCORES_BYTES
+        scores = round(per * seqs * layer.n_heads * s * kept)
         b += scores
-        text = later(join, "; ", text, EAGER_SCORES.later(bytes=K.EAGER_SCORES_BYTES, heads=layer.n_heads))
+        text = later(join, "; ", text, EAGER_SCORES.later(bytes=per, heads=layer.n_heads))
     return b, text
 
 
