@@ -6,12 +6,14 @@ are not in the bundle (``objdump -p``: NEEDED entries and version references).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 _NEEDED = re.compile(r"^\s+NEEDED\s+(\S+)$", re.M)
 _GLIBC = re.compile(r"\bGLIBC_(\d+(?:\.\d+)+)\b")
@@ -67,8 +69,26 @@ def scan(bundle: Path) -> Scan:
     return out
 
 
+def report(result: Scan) -> list[str]:
+    """The lines the command prints: the newest glibc symbol first, then each library taken from the system."""
+    lines = [f"{result.elf_files} ELF files; newest glibc symbol GLIBC_{result.glibc_text} ({result.glibc_file})"]
+    lines += [f"  from the system: {n}  ({len(u)} files, e.g. {u[0]})" for n, u in sorted(result.outside.items())]
+    return lines
+
+
+def main(argv: list[str], out: TextIO) -> int:
+    try:
+        for line in report(scan(Path(argv[0]))):
+            out.write(line + "\n")
+        out.flush()
+    except BrokenPipeError:
+        # the reader has what it wanted (``| head -n 1``): end quietly, as other command-line tools do
+        return 0
+    return 0
+
+
 if __name__ == "__main__":
-    result = scan(Path(sys.argv[1]))
-    print(f"{result.elf_files} ELF files; newest glibc symbol GLIBC_{result.glibc_text} ({result.glibc_file})")
-    for name, users in sorted(result.outside.items()):
-        print(f"  from the system: {name}  ({len(users)} files, e.g. {users[0]})")
+    code = main(sys.argv[1:], sys.stdout)
+    with contextlib.suppress(BrokenPipeError):  # (what was left to flush went to a closed pipe)
+        sys.stdout.close()
+    sys.exit(code)

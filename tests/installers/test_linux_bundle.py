@@ -4,6 +4,7 @@ table, the ELF scan and the screenshot check of packaging/install_test.py."""
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import shutil
 import subprocess
@@ -104,6 +105,20 @@ def test_the_elf_scan_finds_what_a_library_needs_from_the_system(tmp_path: Path)
     assert found.elf_files == 1
     assert set(found.outside) >= {"libz.so.1", "libc.so.6"} and found.outside["libz.so.1"] == ["liba.so"]
     assert found.glibc >= (2, 2) and found.glibc_file == "liba.so"
+    lines = scan.report(found)
+    assert lines[0].startswith("1 ELF files; newest glibc symbol GLIBC_2.") and len(lines) >= 3
+
+    class Head(io.StringIO):
+        """A reader that goes away after the first line, as ``| head -n 1`` does."""
+
+        def write(self, text: str) -> int:
+            if self.getvalue():
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    out = Head()
+    assert scan.main([str(bundle)], out) == 0  # (it had ended with a traceback, failing CI's pipeline)
+    assert out.getvalue() == lines[0] + "\n"
 
 
 def _png(path: Path, colours: int) -> bytes:
