@@ -494,7 +494,7 @@ class LlamacppEngine(Engine):
     options_section = "llamacpp"
     level_labels = ("ggml's buffers", "ggml's buffers: nothing is cached")
     lighter_weights = (("q8_0", 1.0, 0.0), ("q6_k", 2.0, 0.0), ("q5_k_m", 2.0, 0.0), ("q4_k_m", 3.0, 0.0))
-    lighter_kv = (("q8_0", 1.0), ("q4_0", 3.0))
+    lighter_kv: tuple[tuple[str, float], ...] = (("q8_0", 1.0), ("q4_0", 3.0))
     # one latent per token (V is a view of K)
     expands_mla = False
 

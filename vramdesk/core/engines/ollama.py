@@ -34,16 +34,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..architecture import Architecture, RecurrentState
+from ..architecture import Architecture
 from ..dtype_names import kv_bits
 from ..engine_options import LlamaCppOptions, OllamaOptions
 from ..gpu import GIB, MIB
-from ..kv_layers import KvOptions
 from ..messages import Message, Text, join
 from ..result import Component, Phase
 from ..scenario import InferenceWorkload
 from . import llamacpp
-from .base import Context, Engine, EngineRun
+from .base import Context, EngineRun
 
 #: the VRAM tiers of the default context from v0.15.5: (total GiB at least, num_ctx)
 VRAM_TIERS = ((47, 262144), (23, 32768), (0, 4096))
@@ -318,47 +317,24 @@ def _annotated(run: EngineRun, offloaded: Text, how: Text, context: Text) -> Eng
     return replace(run, phases=per_gpu[0] if per_gpu else note(run.phases), per_gpu_phases=per_gpu, info=info)
 
 
-class OllamaEngine(Engine):
-    """Ollama: llama.cpp's numbers with Ollama's defaults and its own fit of the layers to the GPU."""
+class OllamaEngine(llamacpp.LlamacppEngine):
+    """Ollama: llama.cpp's numbers (its KV rules and capabilities, inherited) with Ollama's defaults and its own fit
+    of the layers to the GPU."""
 
     name = "ollama"
     display_name = "Ollama"
-    loads_vision = False
-    runs_gguf = True
-    auto_kv_dtype = "fp16"
-    serves_across_machines = False
-    grows_by_tensor_parallel = False
-    reads_tp = False
-    may_leave_gpus_empty = False
-    streams_offloaded_weights = False
     # (its own fit chooses the layers: llama.cpp's n_gpu_layers is not an Ollama setting)
     offloads_gpu_layers = False
-    has_pool_budget = False
-    step_overhead_per_layer_s = 0.0
     form_group = "ollama"
     options_section = "ollama"
-    level_labels = llamacpp.ENGINE.level_labels
-    lighter_weights = llamacpp.ENGINE.lighter_weights
+    # (OLLAMA_KV_CACHE_TYPE is Ollama's own setting, not the plan's KV dtype)
     lighter_kv = ()
-    expands_mla = False
-
-    def full_tokens(self, tokens: int, seqs: int, opts: KvOptions) -> int:
-        return llamacpp.ENGINE.full_tokens(tokens, seqs, opts)
-
-    def sliding_tokens(self, window: int, tokens: int, seqs: int, opts: KvOptions) -> int:
-        return llamacpp.ENGINE.sliding_tokens(window, tokens, seqs, opts)
-
-    def chunked_tokens(self, chunk: int, tokens: int, seqs: int, opts: KvOptions) -> int:
-        return llamacpp.ENGINE.chunked_tokens(chunk, tokens, seqs, opts)
-
-    def linear_state_bytes(self, linear: RecurrentState, compute_bytes: int) -> int:
-        return llamacpp.ENGINE.linear_state_bytes(linear, compute_bytes)
 
     def run(self, ctx: Context) -> EngineRun:
         return ollama_run(ctx)
 
-    def tp_problem(self, arch: Architecture, tp: int) -> Text | None:
-        return None
+    def options_problem(self, arch: Architecture, work: InferenceWorkload) -> Text | None:
+        return None  # (llama.cpp's options are not Ollama's)
 
     def prefill_chunk(self, work: InferenceWorkload, input_len: int) -> int:
         # the prompt is processed num_batch (512) tokens at a time

@@ -108,6 +108,14 @@ class MethodParams:
         return sum(numel(s) for i, s in enumerate(self.shapes) if self.adapted[i // per].layer == 0)
 
 
+def scaling_backward_bytes(adapter_bytes: int, output_bytes: int) -> int:
+    """Bytes per element alive in the backward of a trained vector scaling a frozen tensor (IA3, VeRA's lambda_b):
+    the incoming gradient cast to the vector's dtype (when the two differ), its product with the kept tensor (summed
+    into the vector's gradient) and its product with the vector (the rest of the path's gradient), together
+    (traced, tiny Llama and Qwen3, fp32 vectors on bf16: 12 B)."""
+    return 2 * adapter_bytes + (adapter_bytes if adapter_bytes != output_bytes else 0)
+
+
 def numel(shape: tuple[int, ...]) -> int:
     n = 1
     for d in shape:

@@ -8,7 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..messages import Message
-from .common import MethodParams, MethodSaved, no_default_targets, numel, peft_matches, text_linears
+from .common import (
+    MethodParams,
+    MethodSaved,
+    no_default_targets,
+    numel,
+    peft_matches,
+    scaling_backward_bytes,
+    text_linears,
+)
 
 if TYPE_CHECKING:
     from ..facts import ModelFacts
@@ -95,10 +103,7 @@ def ia3_params(facts: ModelFacts, adapter_bytes: int, output_bytes: int) -> Meth
         widest = max(widest, width)
         if t.layer is not None:
             saved[t.layer] = saved.get(t.layer, 0.0) + add
-    # the scaling's backward: the incoming gradient cast to the vector's dtype (when the two differ), its product
-    # with the saved tensor (summed into the vector's gradient) and with the vector (the input's gradient), alive
-    # together (traced, tiny Llama and Qwen3, fp32 vectors on bf16: 12 B per element of the down projection's input)
-    backward_b = 2 * adapter_bytes + (adapter_bytes if adapter_bytes != output_bytes else 0)
+    backward_b = scaling_backward_bytes(adapter_bytes, output_bytes)
     trainable = sum(numel(s) for s in shapes)
     return MethodParams(
         adapted=tuple(chosen),

@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..messages import Message
-from .common import MethodParams, MethodSaved, module_name, no_default_targets, peft_matches, text_linears
+from .common import (
+    MethodParams,
+    MethodSaved,
+    module_name,
+    no_default_targets,
+    peft_matches,
+    scaling_backward_bytes,
+    text_linears,
+)
 
 if TYPE_CHECKING:
     from ..facts import ModelFacts
@@ -75,9 +83,7 @@ def vera_params(facts: ModelFacts, rank: int, adapter_bytes: int, output_bytes: 
         if t.layer is not None:
             # each product keeps its other factor: A x (rank) for lambda_d, B (...) (out) for lambda_b
             saved[t.layer] = saved.get(t.layer, 0.0) + adapter_bytes * (rank + out_f)
-    # the incoming gradient cast to the vectors' dtype (when it differs), lambda_b's product with the kept output
-    # (summed into its gradient) and with lambda_b (the rest of the path's gradient), alive together
-    backward_b = 2 * adapter_bytes + (adapter_bytes if adapter_bytes != output_bytes else 0)
+    backward_b = scaling_backward_bytes(adapter_bytes, output_bytes)
     trainable = sum(s[0] for s in shapes)
     projection = rank * (widest_in + widest_out)
     return MethodParams(
