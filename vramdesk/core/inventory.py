@@ -12,64 +12,12 @@ Parts: ``text`` (what decoding uses), ``mtp`` (multi-token-prediction layers a c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
 
-from .architecture import Architecture, AttentionKind, LayerSpec, VisionSpec
+from .architecture import Architecture, AttentionKind, LayerSpec
 from .families import Family, family_of
-
-
-@dataclass(frozen=True, slots=True)
-class Tensor:
-    name: str
-    shape: tuple[int, ...]
-    role: str
-    layer: int | None = None
-    part: str = "text"
-    #: fraction of this tensor one token touches (MoE routed experts: top_k / num_experts)
-    active: float = 1.0
-    #: exact bytes as stored in a checkpoint (safetensors / GGUF header); None for tensors derived from a config
-    stored_bytes: int | None = None
-    #: storage dtype as the checkpoint names it ("BF16", "F8_E4M3", "I32", "Q4_K", ...)
-    stored_dtype: str | None = None
-
-    @property
-    def numel(self) -> int:
-        return prod(self.shape)
-
-    @property
-    def routed_expert(self) -> bool:
-        """One of a MoE layer's stacked routed-expert tensors (or their biases): what llama.cpp's ``--cpu-moe`` /
-        ``--n-cpu-moe`` pattern ``ffn_(up|down|gate|gate_up)_(ch|)exps`` names; the shared expert and the router
-        are not."""
-        return self.role == "expert" or (self.role == "bias" and self.active < 1.0)
-
-
-class _Builder:
-    def __init__(self) -> None:
-        self.tensors: list[Tensor] = []
-
-    def add(
-        self,
-        name: str,
-        shape: tuple[int, ...],
-        role: str,
-        layer: int | None = None,
-        part: str = "text",
-        active: float = 1.0,
-    ) -> None:
-        self.tensors.append(Tensor(name, shape, role, layer, part, active))
-
-    def linear(
-        self, prefix: str, out_f: int, in_f: int, role: str, layer: int | None, part: str, bias: bool = False
-    ) -> None:
-        self.add(f"{prefix}.weight", (out_f, in_f), role, layer, part)
-        if bias:
-            self.add(f"{prefix}.bias", (out_f,), "bias", layer, part)
-
-    def norm(self, prefix: str, width: int, layer: int | None, part: str, with_bias: bool) -> None:
-        self.add(f"{prefix}.weight", (width,), "norm", layer, part)
-        if with_bias:
-            self.add(f"{prefix}.bias", (width,), "norm", layer, part)
+from .tensor_builder import Builder as _Builder
+from .tensor_builder import Tensor
+from .vision_inventory import vision_tower
 
 
 def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
@@ -252,104 +200,6 @@ def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec
     _norms(b, arch, fam, spec, prefix, part)
 
 
-def _vision(b: _Builder, v: VisionSpec) -> None:
-    part = "vision"
-    d = v.details
-    h, inter = v.hidden, v.intermediate
-    if v.kind == "qwen3_vl":
-        ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
-        b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, part)
-        b.add("visual.patch_embed.proj.bias", (h,), "bias", None, part)
-        if int(d["num_position_embeddings"]):
-            b.add("visual.pos_embed.weight", (int(d["num_position_embeddings"]), h), "vision_other", None, part)
-        for i in range(v.depth):
-            p = f"visual.blocks.{i}"
-            b.norm(f"{p}.norm1", h, None, part, True)
-            b.norm(f"{p}.norm2", h, None, part, True)
-            b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
-            b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.linear_fc1", inter, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.linear_fc2", h, inter, "vision", None, part, True)
-        merged = h * merge * merge
-        mergers = ["visual.merger"] + [f"visual.deepstack_merger_list.{k}" for k in range(int(d["deepstack"]))]
-        for k, m in enumerate(mergers):
-            # the main merger normalises before the spatial shuffle, deepstack mergers after it
-            b.norm(f"{m}.norm", h if k == 0 else merged, None, part, True)
-            b.linear(f"{m}.linear_fc1", merged, merged, "vision", None, part, True)
-            b.linear(f"{m}.linear_fc2", int(d["out_hidden_size"]), merged, "vision", None, part, True)
-    elif v.kind == "qwen2_5_vl":
-        _qwen2_5_vl_tower(b, v)
-    elif v.kind == "llama4":
-        ch, img = int(d["num_channels"]), int(d["image_size"])
-        n_pos = (img // v.patch_size) ** 2 + 1
-        b.add("vision_model.patch_embedding.linear.weight", (h, ch * v.patch_size**2), "vision", None, part)
-        b.add("vision_model.class_embedding", (h,), "vision_other", None, part)
-        b.add("vision_model.positional_embedding_vlm", (n_pos, h), "vision_other", None, part)
-        b.norm("vision_model.layernorm_pre", h, None, part, True)
-        b.norm("vision_model.layernorm_post", h, None, part, True)
-        for i in range(v.depth):
-            p = f"vision_model.model.layers.{i}"
-            for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                b.linear(f"{p}.self_attn.{n}", h, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, part, True)
-            b.norm(f"{p}.input_layernorm", h, None, part, True)
-            b.norm(f"{p}.post_attention_layernorm", h, None, part, True)
-        pin, pout = int(d["projector_input_dim"]), int(d["projector_output_dim"])
-        b.linear("vision_model.vision_adapter.mlp.fc1", pin, inter, "vision", None, part)
-        b.linear("vision_model.vision_adapter.mlp.fc2", pout, pout, "vision", None, part)
-        b.linear(
-            "multi_modal_projector.linear_1", int(d["text_hidden"]), int(d["vision_output_dim"]), "vision", None, part
-        )
-    elif v.kind == "siglip":
-        img = int(d["image_size"])
-        n_pos = (img // v.patch_size) ** 2
-        b.add(
-            "vision_tower.embeddings.patch_embedding.weight",
-            (h, 3, v.patch_size, v.patch_size),
-            "vision_other",
-            None,
-            part,
-        )
-        b.add("vision_tower.embeddings.patch_embedding.bias", (h,), "bias", None, part)
-        b.add("vision_tower.embeddings.position_embedding.weight", (n_pos, h), "vision_other", None, part)
-        for i in range(v.depth):
-            p = f"vision_tower.encoder.layers.{i}"
-            for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
-                b.linear(f"{p}.self_attn.{n}", h, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, part, True)
-            b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, part, True)
-            b.norm(f"{p}.layer_norm1", h, None, part, True)
-            b.norm(f"{p}.layer_norm2", h, None, part, True)
-        b.norm("vision_tower.post_layernorm", h, None, part, True)
-        b.add("multi_modal_projector.mm_soft_emb_norm.weight", (h,), "norm", None, part)
-        b.add("multi_modal_projector.mm_input_projection_weight", (h, int(d["text_hidden"])), "vision", None, part)
-
-
-def _qwen2_5_vl_tower(b: _Builder, v: VisionSpec) -> None:
-    """Qwen2.5-VL's tower (modeling_qwen2_5_vl.py): Conv3d patch embedding without bias, blocks of two RMSNorms
-    (weight only), a fused qkv and proj with biases and a gated MLP with biases (Qwen2_5_VLMLP(bias=True)), then
-    Qwen2_5_VLPatchMerger: RMSNorm ln_q over the tower width and mlp.0 / mlp.2 over the merged patches."""
-    part = "vision"
-    d = v.details
-    h, inter = v.hidden, v.intermediate
-    ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
-    b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, part)
-    for i in range(v.depth):
-        p = f"visual.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, part, False)
-        b.norm(f"{p}.norm2", h, None, part, False)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.gate_proj", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.up_proj", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.down_proj", h, inter, "vision", None, part, True)
-    merged = h * merge * merge
-    b.norm("visual.merger.ln_q", h, None, part, False)
-    b.linear("visual.merger.mlp.0", merged, merged, "vision", None, part, True)
-    b.linear("visual.merger.mlp.2", int(d["out_hidden_size"]), merged, "vision", None, part, True)
-
-
 def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
     b = _Builder()
     fam = family_of(arch)
@@ -407,7 +257,7 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
                 b.add(f"{p}.embed_tokens.weight", (vocab, h), "embedding", idx, "mtp")
                 b.add(f"{p}.shared_head.head.weight", (vocab, h), "lm_head", idx, "mtp")
     if arch.vision is not None:
-        _vision(b, arch.vision)
+        vision_tower(b, arch.vision)
     return tuple(b.tensors)
 
 
