@@ -12,7 +12,7 @@ Linux:   dist/vramdesk/ (PyInstaller onedir, built in a Debian 11 root made with
          dist/vramdesk_<version>_amd64.deb, and dist/vramdesk-<version>-x86_64.AppImage when appimagetool is on
          PATH (packaging/appimage/build_appimage.sh).
 Windows: dist/vramdesk/ and, when makensis is on PATH, dist/vramdesk-<version>-windows-x64-setup.exe.
-macOS:   dist/vramdesk.app and dist/vramdesk-<version>-macos.dmg (packaging/macos/build_dmg.sh; signs and
+macOS:   dist/vramdesk.app and dist/vramdesk-<version>-macos-<arm64|x86_64>.dmg (packaging/macos/build_dmg.sh; signs and
          notarises only when its secrets are set).
 
 Needs PyInstaller in the running Python (pip install -e '.[package]'). Uses only the standard library
@@ -189,6 +189,12 @@ def build_appimage(bundle: Path, ver: str) -> Path | None:
 # --- Windows ----------------------------------------------------------------------------------------------------
 
 
+def _macos_arch() -> str:
+    """The processor a macOS bundle runs on, as Apple names it in a download ("arm64" or "x86_64")."""
+    machine = platform.machine()
+    return {"aarch64": "arm64", "AMD64": "x86_64"}.get(machine, machine)
+
+
 def build_nsis(bundle: Path, ver: str) -> Path | None:
     makensis = shutil.which("makensis")
     if not makensis:
@@ -268,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     elif sys.platform == "win32":
         outputs.append(timed(build_nsis, bundle, ver))
     elif sys.platform == "darwin":
-        dmg = DIST / f"vramdesk-{ver}-macos.dmg"
+        # one .dmg per processor (the bundle holds the Python and Qt of the machine that froze it)
+        dmg = DIST / f"vramdesk-{ver}-macos-{_macos_arch()}.dmg"
         run(["bash", str(PACKAGING / "macos" / "build_dmg.sh"), str(bundle), str(dmg)], cwd=ROOT)
         outputs.append(dmg)
     for out in outputs:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # macOS: sign (when a Developer ID is available), make the .dmg, notarise and staple (when credentials are).
 #
-#   bash packaging/macos/build_dmg.sh dist/vramdesk.app dist/vramdesk-<version>-macos.dmg
+#   bash packaging/macos/build_dmg.sh dist/vramdesk.app dist/vramdesk-<version>-macos-arm64.dmg
 #
 # (python packaging/build.py runs this on macOS after PyInstaller made dist/vramdesk.app.)
 # Secrets, all optional; each step runs only when its secrets are set, otherwise it says it was skipped:
