@@ -288,3 +288,6 @@ def count_params(tensors: tuple[Tensor, ...]) -> ParamCounts:
         elif t.part == "vision":
             vision += n
     return ParamCounts(text=text, active=active, mtp=mtp, vision=vision, embeddings=emb)
+
+
+__all__ = ["ParamCounts", "Tensor", "build_inventory", "count_params"]
