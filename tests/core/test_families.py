@@ -165,6 +165,225 @@ _LEGACY: dict[str, dict[str, Any]] = {
             {"attention": {"no_op": True}, "ffn": {"ffn_mult": 1.0}},
         ],
     },
+    # --- clipvlm ---
+    "llava": {
+        "model_type": "llava",
+        "text_config": {**_SMALL, "model_type": "llama"},
+        "vision_config": {**_SMALL, "model_type": "clip_vision_model", "image_size": 64, "patch_size": 16},
+    },
+    "idefics3": {
+        "model_type": "idefics3",
+        "text_config": {**_SMALL, "model_type": "llama"},
+        "vision_config": {**_SMALL, "model_type": "idefics3_vision", "image_size": 64, "patch_size": 16},
+    },
+    # --- mla --- (DeepSeek-style MLA; the second layer MoE)
+    **{
+        mt: {
+            **_SMALL,
+            "model_type": mt,
+            "q_lora_rank": 64,
+            "kv_lora_rank": 32,
+            "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16,
+            "v_head_dim": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 128,
+            "n_shared_experts": 1,
+            "first_k_dense_replace": 1,
+            "num_nextn_predict_layers": 1,
+        }
+        for mt in ("deepseek_v2", "glm4_moe_lite", "sarvam_mla", "axk1")
+    },
+    "minicpm3": {
+        **_SMALL,
+        "model_type": "minicpm3",
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+    },
+    # --- moe2 --- (layer 0 dense where the family has dense layers first, layer 1 MoE)
+    "ernie4_5_moe": {
+        **_SMALL,
+        "model_type": "ernie4_5_moe",
+        "moe_num_experts": 4,
+        "moe_k": 2,
+        "moe_intermediate_size": 128,
+        "moe_num_shared_experts": 1,
+    },
+    "exaone_moe": {
+        **_SMALL,
+        "model_type": "exaone_moe",
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+    },
+    "hy_v3": {
+        **_SMALL,
+        "model_type": "hy_v3",
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+    },
+    "solar_open": {
+        **_SMALL,
+        "model_type": "solar_open",
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+    },
+    "laguna": {
+        **_SMALL,
+        "model_type": "laguna",
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "shared_expert_intermediate_size": 128,
+    },
+    "afmoe": {
+        **_SMALL,
+        "model_type": "afmoe",
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+    },
+    # layer 0 softmax attention, layer 1 lightning attention (MiniMaxConfig's default pattern)
+    "minimax": {**_SMALL, "model_type": "minimax", "num_local_experts": 4, "num_experts_per_tok": 2},
+    "jetmoe": {
+        **_SMALL,
+        "model_type": "jetmoe",
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "num_key_value_heads": 2,
+        "kv_channels": 64,
+    },
+    # --- recurrent --- (config_readers/recurrent.py; the published configs in tests/core/test_families_recurrent.py)
+    "lfm2": {
+        **_SMALL,
+        "model_type": "lfm2",
+        "layer_types": ["conv", "full_attention"],
+        "conv_L_cache": 3,
+        "conv_bias": True,
+    },
+    "kimi_linear": {
+        **_SMALL,
+        "model_type": "kimi_linear",
+        "num_hidden_layers": 2,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+        "num_experts": 4,
+        "num_experts_per_token": 2,
+        "moe_intermediate_size": 64,
+        "linear_attn_config": {"full_attn_layers": [2], "kda_layers": [1], "head_dim": 32, "num_heads": 4},
+    },
+    # --- ssm --- (config_readers/ssm.py; the oracle's full configs and published ones in test_families_ssm.py)
+    "mamba": {"model_type": "mamba", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1000},
+    "mamba2": {
+        "model_type": "mamba2",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "vocab_size": 1000,
+        "num_heads": 8,
+        "head_dim": 64,
+        "state_size": 16,
+    },
+    # one Mamba-1 layer with a MoE block, one attention layer with a dense MLP
+    "jamba": {
+        **_SMALL,
+        "model_type": "jamba",
+        "attn_layer_period": 2,
+        "attn_layer_offset": 1,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 0,
+        "num_experts": 4,
+    },
+    "bamba": {
+        **_SMALL,
+        "model_type": "bamba",
+        "attn_layer_indices": [1],
+        "mamba_n_heads": 8,
+        "mamba_d_head": 64,
+        "mamba_d_state": 16,
+    },
+    "falcon_h1": {
+        **_SMALL,
+        "model_type": "falcon_h1",
+        "mamba_n_heads": 8,
+        "mamba_d_head": 32,
+        "mamba_d_ssm": 256,
+        "mamba_d_state": 16,
+    },
+    "granitemoehybrid": {
+        **_SMALL,
+        "model_type": "granitemoehybrid",
+        "layer_types": ["mamba", "attention"],
+        "mamba_n_heads": 8,
+        "mamba_d_head": 64,
+        "mamba_d_state": 16,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "shared_intermediate_size": 512,
+    },
+    # --- dense2: dense decoders outside the Llama mould (config_readers/dense2.py; oracle and published configs in
+    # tests/core/test_families_dense2.py)
+    "gpt_sw3": {
+        "model_type": "gpt-sw3",
+        "n_embd": 256,
+        "n_layer": 2,
+        "n_head": 4,
+        "n_positions": 512,
+        "vocab_size": 1000,
+    },
+    "gpt_neo": {
+        "model_type": "gpt_neo",
+        "hidden_size": 256,
+        "num_layers": 2,
+        "num_heads": 4,
+        "attention_types": [[["global", "local"], 1]],
+        "max_position_embeddings": 512,
+        "vocab_size": 1000,
+    },
+    "mpt": {"model_type": "mpt", "d_model": 256, "n_layers": 2, "n_heads": 4, "max_seq_len": 512, "vocab_size": 1000},
+    "stablelm": {**_SMALL, "model_type": "stablelm", "qk_layernorm": True, "num_key_value_heads": 2},
+    "bitnet": {**_SMALL, "model_type": "bitnet"},
+    "arcee": {**_SMALL, "model_type": "arcee"},
+    "apertus": {**_SMALL, "model_type": "apertus"},
+    "xglm": {
+        "model_type": "xglm",
+        "d_model": 256,
+        "num_layers": 2,
+        "attention_heads": 4,
+        "ffn_dim": 1024,
+        "vocab_size": 1000,
+    },
+    "biogpt": {**_SMALL, "model_type": "biogpt", "max_position_embeddings": 512},
+    "modernbert_decoder": {**_SMALL, "model_type": "modernbert-decoder", "num_hidden_layers": 3},
+    "mistral4": {
+        **_SMALL,
+        "model_type": "mistral4",
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_shared_experts": 1,
+        "moe_intermediate_size": 128,
+    },
+    "openai_gpt": {
+        "model_type": "openai-gpt",
+        "n_embd": 256,
+        "n_layer": 2,
+        "n_head": 4,
+        "n_positions": 512,
+        "vocab_size": 1000,
+    },
+    "gpt_neox_japanese": {**_SMALL, "model_type": "gpt_neox_japanese"},
+    "jais2": {**_SMALL, "model_type": "jais2"},
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)
@@ -352,7 +571,7 @@ def test_the_dead_quirk_check_finds_a_field_nobody_reads() -> None:
 def test_every_record_is_filed_under_its_name() -> None:
     assert all(key == fam.name for key, fam in FAMILIES.items())
     variants = {fam.name for fam in FAMILIES.values() if fam.reader != fam.name}
-    assert variants == {"phi3", "mixtral", "olmo2", "granitemoe"}
+    assert variants == {"phi3", "mixtral", "olmo2", "granitemoe", "sarvam_mla"}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from benchload import ROOT
 from i18ncheck import CORE_WHITELIST, english_left, without_id
 
 import vramdesk.core.engines as engines_package
@@ -29,6 +30,7 @@ from vramdesk.core.engines import (
     llamacpp,
     ollama,
     sglang,
+    state_mixers,
     transformers,
     vllm,
     vllm_moe,
@@ -75,6 +77,7 @@ MODULES = (
     llamacpp_fit,
     ollama,
     sglang,
+    state_mixers,
     transformers,
     vllm,
     vllm_moe,
@@ -139,6 +142,12 @@ KEPT = frozenset(
         "Hopper",
     ]
 )
+#: transformers 5.24's own default config per model type (benchmarks/data/transformers_families.jsonl)
+_ORACLE = {
+    rec["model_type"]: rec["config"]
+    for rec in map(json.loads, (ROOT / "benchmarks" / "data" / "transformers_families.jsonl").open(encoding="utf-8"))
+    if "config" in rec
+}
 #: texts of other layers the inference texts pass through as they came (a refusal of quant_config's)
 FOREIGN = ("unsupported quantisation method",)
 
@@ -386,6 +395,11 @@ def _direct_texts() -> list[str]:
         }
     )  # fmt: skip
     out.append(base._attention_transient(hybrid, hybrid.layers[0], 4096, 2, 4096, 2, "sdpa")[1])
+    # the Mamba-1, short-convolution and Kimi Delta Attention mixers' transients (transformers' default configs)
+    for model_type in ("mamba", "lfm2", "kimi_linear"):
+        arch = normalize(_ORACLE[model_type])
+        mixer = next(lay for lay in arch.layers if lay.attention == AttentionKind.LINEAR)
+        out.append(base._attention_transient(arch, mixer, 4096, 2, 4096, 2, "sdpa")[1])
     out += [
         vllm.vllm_tp_problem(CAT.facts("Qwen/Qwen2.5-7B").arch, 7) or "",
         vllm.vllm_tp_problem(llama, 3) or "",

@@ -246,6 +246,9 @@ def _config_errors() -> list[Text]:
         _with(_NAS, block_configs=[_NAS_BLOCK, {**_NAS_BLOCK, "ffn": {"replace_with_linear": True}}]),
         _with(_NAS, block_configs=[_NAS_BLOCK, {"attention": 1, "ffn": {}}]),
         _with(_NAS, block_configs=[_NAS_BLOCK, {**_NAS_BLOCK, "ffn": {"ffn_mult": -1}}]),
+        # --- mla --- mlp_layer_types with an unknown entry, of the wrong length
+        _with(_DSA, model_type="glm4_moe_lite", mlp_layer_types=["dense", "moe"]),
+        _with(_DSA, model_type="glm4_moe_lite", mlp_layer_types=["dense"]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]
@@ -255,6 +258,9 @@ def _config_errors() -> list[Text]:
     warned = normalize(_with(LLAMA, model_type="foo_model")).warnings
     assert len(warned) == 1 and isinstance(warned[0], Text)
     out.append(warned[0])
+    # --- mla --- DeepSeek-V2 without num_experts_per_tok
+    v2 = _with(_DSA, model_type="deepseek_v2", index_n_heads=None, n_routed_experts=4, moe_intermediate_size=64)
+    out.append(normalize(v2).warnings[0])
     return out
 
 

@@ -50,6 +50,9 @@ class MlaSpec(_Frozen):
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    #: the model's own attention caches the latent, not the expanded K and V, in every engine (transformers 5.24's
+    #: KimiLinearAttention: ``cache.update(kv_nope, k_rot)`` before ``expand_kv``)
+    latent_cache: bool = False
 
 
 class DsaIndexerSpec(_Frozen):
@@ -112,6 +115,8 @@ class Mamba2Spec(_Frozen):
     proj_bias: bool = False
     #: dtype of the SSM state in vLLM (``mamba_ssm_cache_dtype``); None: the model's dtype ("auto")
     state_dtype: str | None = None
+    #: the gated RMSNorm over the intermediate width (``norm``); Falcon-H1 has one only with ``mamba_rms_norm``
+    gated_norm: bool = True
 
     @property
     def intermediate(self) -> int:
@@ -175,6 +180,116 @@ class MoeSpec(_Frozen):
     latent: int = 0
 
 
+class LightningAttnSpec(_Frozen):
+    """MiniMax-Text-01's lightning attention (transformers' ``MiniMaxLightningAttention``, vLLM's
+    ``MiniMaxText01LinearAttention``): a linear attention whose only state is each head's K^T V, a head_dim x head_dim
+    matrix decayed per head; no conv window. transformers' ``MiniMaxCache.linear_cache`` holds it as (batch, heads,
+    head_dim, head_dim) in the values' dtype; vLLM's ``MambaStateShapeCalculator.linear_attention_state_shape`` as
+    (heads / tp, head_dim, head_dim) in ``mamba_cache_dtype`` ("auto": the model's dtype)."""
+
+    num_heads: int
+    head_dim: int
+    #: the depthwise conv window the engines' rules read (none here)
+    conv_kernel: int = 1
+    conv_dim: int = 0
+
+    @property
+    def recurrent_elements(self) -> int:
+        return self.num_heads * self.head_dim * self.head_dim
+
+    def state_element_bytes(self, compute_bytes: int) -> int:
+        """vLLM: ``linear_attention_state_dtype`` = the model's dtype under the default ``mamba_cache_dtype``."""
+        return compute_bytes
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
+        """transformers: the K^T V matrix is made in the dtype of the value states."""
+        return compute_bytes
+
+
+class MoaSpec(_Frozen):
+    """JetMoE's mixture of attention heads (transformers' ``JetMoeMoA``): ``num_experts`` query / output projection
+    pairs, ``top_k`` routed a token, each expert's queries attending over the layer's one shared K and V
+    (``kv_proj``): ``n_heads`` = top_k x KV heads."""
+
+    num_experts: int
+    top_k: int
+
+
+class StateSpec(_Frozen):
+    """A mixer with a constant per-sequence state that is neither Gated DeltaNet nor Mamba-2 (``kind``): LFM2's
+    gated short convolution ("short_conv": a conv window and no recurrent state) and Kimi Delta Attention ("kda":
+    Gated DeltaNet's q / k / v conv windows and a heads x head_dim x head_dim state). What the engines' state rules
+    read (:class:`RecurrentState`): the conv window, ``conv_dim`` channels of ``conv_kernel`` columns (transformers
+    keeps all of them, vLLM and llama.cpp ``conv_kernel - 1``), and the recurrent state's elements; ``heads``,
+    ``head_dim`` and ``width`` are the widths the inventory names the mixer's tensors from."""
+
+    kind: str
+    conv_kernel: int
+    conv_dim: int
+    recurrent_elements: int = 0
+    heads: int = 0
+    head_dim: int = 0
+    width: int = 0
+    #: the mixer's projections and conv have biases (LFM2's conv_bias)
+    bias: bool = False
+    #: dtype of the recurrent state in vLLM (and transformers' cache); None: the model's dtype
+    state_dtype: str | None = "fp32"
+
+    def state_element_bytes(self, compute_bytes: int) -> int:
+        """Bytes of one recurrent-state element in vLLM (KDA: ``kda_state_dtype``'s float32)."""
+        if self.state_dtype is None:
+            return compute_bytes
+        return 4 if self.state_dtype == "fp32" else 2
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
+        """Bytes of one recurrent-state element in transformers' cache (KimiLinearDeltaAttention stores its state
+        ``.to(torch.float32)``)."""
+        return self.state_element_bytes(compute_bytes)
+
+
+class Mamba1Spec(_Frozen):
+    """A Mamba-1 mixer (transformers' ``MambaMixer``, ``FalconMambaMixer``, ``JambaMambaMixer``, ``ZambaMambaMixer``):
+    ``in_proj`` makes x and the gate z (2 x intermediate); the depthwise conv1d runs over x; ``x_proj`` makes dt
+    (dt_rank wide), B and C (state_size each); ``dt_proj`` widens dt back to the intermediate width; ``A_log``
+    (intermediate x state_size) and ``D``; ``out_proj``. The state is intermediate x state_size."""
+
+    intermediate: int
+    state_size: int
+    dt_rank: int
+    conv_kernel: int
+    conv_bias: bool = True
+    proj_bias: bool = False
+    #: Jamba's RMSNorms over dt, B and C (``dt_layernorm``, ``b_layernorm``, ``c_layernorm``; Falcon-Mamba's are
+    #: weightless)
+    inner_norms: bool = False
+    #: dtype of the SSM state in vLLM (``mamba_ssm_cache_dtype``); None: the model's dtype ("auto")
+    state_dtype: str | None = None
+
+    @property
+    def conv_dim(self) -> int:
+        return self.intermediate
+
+    @property
+    def in_proj_width(self) -> int:
+        return 2 * self.intermediate
+
+    @property
+    def recurrent_elements(self) -> int:
+        return self.intermediate * self.state_size
+
+    def state_element_bytes(self, compute_bytes: int) -> int:
+        """vLLM's ``MambaStateDtypeCalculator.mamba1_state_dtype``: ``mamba_ssm_cache_dtype``, else the model's."""
+        if self.state_dtype is None:
+            return compute_bytes
+        return 4 if self.state_dtype == "fp32" else 2
+
+    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
+        """transformers' ``mamba_selective_scan`` returns its last state in fp32 on every path (the mamba_ssm
+        kernel's fp32 scan buffer, the torch loop's fp32 ``discrete_A * state + deltaB_u``), and the cache's
+        ``LinearAttentionLayer`` allocates ``zeros_like`` it."""
+        return 4
+
+
 class LayerSpec(_Frozen):
     index: int
     attention: AttentionKind
@@ -189,13 +304,27 @@ class LayerSpec(_Frozen):
     #: layers, which reuse the previous indexer's choice
     indexer: DsaIndexerSpec | None = None
     linear: LinearAttnSpec | None = None
-    #: a Mamba-2 mixer in place of attention (``attention`` is LINEAR)
+    #: a Mamba-2 mixer in place of attention (``attention`` is LINEAR), or beside it (FULL: Falcon-H1's parallel
+    #: attention and Mamba-2 heads)
     mamba: Mamba2Spec | None = None
     attn_output_gate: bool = False
     #: "dense" MLP, "moe", or "none" (a Nemotron-H layer whose one mixer is attention or Mamba)
     mlp: str = "dense"
     intermediate: int = 0
     moe: MoeSpec | None = None
+    #: MiniMax-Text-01's lightning attention in place of softmax attention (``attention`` is LINEAR)
+    lightning: LightningAttnSpec | None = None
+    #: rows of a separate sigmoid gate on the attention output, a projection of the layer's input (Laguna's g_proj:
+    #: one per head; AFMoE's gate_proj: one per query element); 0: none
+    attn_gate: int = 0
+    #: JetMoE's attention experts in place of q_proj / o_proj
+    moa: MoaSpec | None = None
+    #: a constant-state mixer of another kind in place of attention (``attention`` is LINEAR): LFM2's short
+    #: convolution, Kimi Delta Attention
+    state: StateSpec | None = None
+    #: a Mamba-1 mixer in place of attention (``attention`` LINEAR), or beside it (``attention`` FULL: a Zamba
+    #: hybrid layer's shared attention block)
+    mamba1: Mamba1Spec | None = None
 
 
 class VisionSpec(_Frozen):
@@ -256,6 +385,9 @@ class Architecture(_Frozen):
     warnings: tuple[MessageText, ...] = ()
     #: config fields that decided something, for "where does this come from"
     sources: dict[str, str] = Field(default_factory=dict)
+    #: facts of one family that only its extra tensors read (``Family.extras``, :mod:`.inventory_dense2`: Apertus's
+    #: activation, the bias of ModernBERT's head)
+    details: dict[str, int | float | str] = Field(default_factory=dict)
 
     @property
     def n_layers(self) -> int:

@@ -155,6 +155,27 @@ class Family:
     #: the Mamba-2 mixer under each of its layers (in_proj, conv1d, dt_bias, A_log, D, norm, out_proj under it)
     mamba_mixer: str = "mixer"
 
+    #: the key of ``inventory_dense2.EXTRAS``: the builder of the tensors no other field describes (BitNet's
+    #: sub-norms, ModernBERT's prediction head); None: none
+    extras: str | None = None
+
+    # -- gated attention output (LayerSpec.attn_gate)
+    #: the separate projection under the attention module whose sigmoid gates its output (Laguna's g_proj, AFMoE's
+    #: gate_proj)
+    attn_gate: str = "g_proj"
+
+    # -- recurrent hybrids (config_readers/recurrent.py)
+    #: the per-head q / k RMSNorms of an attention layer (``Architecture.qk_norm`` "head"; LFM2's q_layernorm /
+    #: k_layernorm)
+    qk_norms: tuple[str, str] = ("q_norm", "k_norm")
+    #: the constant-state mixer under each of its layers (LFM2's ``conv``; Kimi Delta Attention sits at ``attn``)
+    state_mixer: str = "self_attn"
+
+    # -- mla
+    #: an RMSNorm over the MoE block's output, under the layer (A.X-K1's post_mlp_layernorm: the checkpoints store
+    #: it at the decoder-layer level, transformers renames it to mlp.post_mlp_layernorm); None: the family has none
+    moe_output_norm: str | None = None
+
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
             raise ValueError(f"family {self.name}: a {self.mlp} MLP names {_MLP_NAMES_PER_KIND[self.mlp]} projections")
@@ -251,7 +272,7 @@ LLAMA4 = Family(
 DEEPSEEK_V3 = Family(
     name="deepseek_v3",
     reader="deepseek_v3",
-    model_types=("deepseek_v3", "deepseek_v2", "kimi_k2"),
+    model_types=("deepseek_v3", "kimi_k2"),
     shared_expert="mlp.shared_experts",
     mtp=DEEPSEEK_MTP,
 )
@@ -566,6 +587,407 @@ MINIMAX_M2 = replace(
 #: (num_attention_heads / n_heads_in_group) and MLP width (_ffn_mult_to_intermediate_size)
 NEMOTRON_NAS = replace(LLAMA, name="nemotron_nas", reader="nemotron_nas", model_types=("nemotron-nas",))
 
+# --- clipvlm ---
+# LLaVA-style vision-language models (config_readers/clipvlm.py; towers and projectors in vision_towers_clip.py): the
+# text model is the text_config's own family read by its reader, stored under the published checkpoints' names,
+# which transformers 5 renames at load time (conversion_mapping.py "llava" / "llava_next": ^language_model.model ->
+# model.language_model, ^language_model.lm_head -> lm_head); Llama's, Gemma's and Cohere's records share the module
+# names these prefix
+
+#: LLaVA, LLaVA-NeXT (-Video), LLaVA-OneVision, VipLLaVA, Video-LLaVA, Mistral 3, InternVL (-hf), PaliGemma 1 / 2
+LLAVA_VLM = replace(
+    LLAMA,
+    name="llava",
+    reader="llava",
+    model_types=(
+        "llava",
+        "llava_next",
+        "llava_next_video",
+        "llava_onevision",
+        "vipllava",
+        "video_llava",
+        "mistral3",
+        "internvl",
+        "paligemma",
+    ),
+    layers="language_model.model.layers",
+    embed="language_model.model.embed_tokens",
+    final_norm="language_model.model.norm",
+    lm_head="language_model.lm_head",
+)
+
+#: Idefics3 and SmolVLM (modeling_idefics3.py, modeling_smolvlm.py): Idefics3Model's text_model and vision_model under
+#: model., the connector beside them and lm_head outside, as HuggingFaceTB/SmolVLM-Instruct's checkpoint stores them
+IDEFICS3_VLM = replace(
+    LLAMA,
+    name="idefics3",
+    reader="idefics3",
+    model_types=("idefics3", "smolvlm"),
+    layers="model.text_model.layers",
+    embed="model.text_model.embed_tokens",
+    final_norm="model.text_model.norm",
+)
+
+# --- dense2 --- (config_readers/dense2.py, inventory_dense2.py; names from transformers 5.24's modeling_<family>.py)
+
+#: GPT-SW3: the auto classes map "gpt-sw3" to GPT2Config and GPT2LMHeadModel
+GPT_SW3 = replace(GPT2, name="gpt_sw3", reader="gpt_sw3", model_types=("gpt-sw3",))
+
+#: GPT-Neo: GPT-2's names, attention attn.attention.q/k/v_proj (no bias) and out_proj (bias), nn.Linear c_fc / c_proj
+GPT_NEO = replace(
+    GPT2,
+    name="gpt_neo",
+    reader="gpt_neo",
+    model_types=("gpt_neo",),
+    attn="attn.attention",
+    qkv_proj=None,
+    o_proj="out_proj",
+)
+
+#: MPT: transformer.wte, blocks.{i}.norm_1 / attn.Wqkv / attn.out_proj / norm_2 / ffn.*, norm_f; ALiBi; the LayerNorms
+#: lose their bias with no_bias (weight only: "rms" as counted)
+MPT = Family(
+    name="mpt",
+    reader="mpt",
+    model_types=("mpt",),
+    mlp="plain",
+    tied_by_default=True,
+    layers="transformer.blocks",
+    embed="transformer.wte",
+    final_norm="transformer.norm_f",
+    layer_norms=("norm_1", "norm_2"),
+    attn="attn",
+    qkv_proj="Wqkv",
+    o_proj="out_proj",
+    mlp_names=("up_proj", "down_proj"),
+    mlp_prefix="ffn.",
+)
+
+#: StableLM: Llama's names with nn.LayerNorm, per-head q/k LayerNorms with qk_layernorm (the extras)
+STABLELM = Family(name="stablelm", reader="stablelm", model_types=("stablelm",), norm="layer", extras="stablelm")
+
+#: BitNet b1.58: Llama's modules and the sub-norms before o_proj and down_proj (the extras)
+BITNET = Family(name="bitnet", reader="bitnet", model_types=("bitnet",), extras="bitnet")
+
+#: Arcee AFM: Llama with a plain up_proj -> ReLU^2 -> down_proj MLP
+ARCEE = Family(name="arcee", reader="arcee", model_types=("arcee",), mlp="plain", mlp_names=("up_proj", "down_proj"))
+
+#: Apertus: per-head q/k norms, a plain up -> xIELU (learned scalars: the extras) -> down MLP, norms of its own names
+APERTUS = Family(
+    name="apertus",
+    reader="apertus",
+    model_types=("apertus",),
+    mlp="plain",
+    mlp_names=("up_proj", "down_proj"),
+    layer_norms=("attention_layernorm", "feedforward_layernorm"),
+    extras="apertus",
+)
+
+#: XGLM: fairseq's layer (self_attn_layer_norm, fc1 / fc2 on the layer, final_layer_norm), sinusoidal positions
+XGLM = Family(
+    name="xglm",
+    reader="xglm",
+    model_types=("xglm",),
+    norm="layer",
+    mlp="plain",
+    tied_by_default=True,
+    final_norm="model.layer_norm",
+    layer_norms=("self_attn_layer_norm", "final_layer_norm"),
+    o_proj="out_proj",
+    mlp_names=("fc1", "fc2"),
+    mlp_prefix="",
+)
+
+#: BioGPT: XGLM's layer under biogpt., learned positions, the head output_projection
+BIOGPT = replace(
+    XGLM,
+    name="biogpt",
+    reader="biogpt",
+    model_types=("biogpt",),
+    layers="biogpt.layers",
+    embed="biogpt.embed_tokens",
+    final_norm="biogpt.layer_norm",
+    lm_head="output_projection",
+    positions="biogpt.embed_positions",
+)
+
+#: ModernBERT decoder: attn.Wo, mlp.Wi (gate and up) / mlp.Wo, the output layer ``decoder``; one norm a layer here
+#: (mlp_norm): the extras add attn_norm (nn.Identity in layer 0), the embeddings' norm and the prediction head
+MODERNBERT_DECODER = Family(
+    name="modernbert_decoder",
+    reader="modernbert_decoder",
+    model_types=("modernbert-decoder",),
+    mlp="fused",
+    tied_by_default=True,
+    embed="model.embeddings.tok_embeddings",
+    final_norm="model.final_norm",
+    lm_head="decoder",
+    attn="attn",
+    o_proj="Wo",
+    mlp_names=("Wi", "Wo"),
+    single_norm="mlp_norm",
+    extras="modernbert_decoder",
+)
+
+#: Mistral Small 4: DeepSeek-V3's MLA / MoE layout; no conversion mapping: experts stored stacked as Mistral4Experts
+MISTRAL4 = replace(
+    DEEPSEEK_V3,
+    name="mistral4",
+    reader="mistral4",
+    model_types=("mistral4",),
+    fused_experts=True,
+    expert_names=("gate_up_proj", "down_proj"),
+)
+
+#: GPT-1 (OpenAIGPTLMHeadModel): GPT-2's layer, tokens_embed / positions_embed, no final norm
+OPENAI_GPT = replace(
+    GPT2,
+    name="openai_gpt",
+    reader="openai_gpt",
+    model_types=("openai-gpt",),
+    embed="transformer.tokens_embed",
+    positions="transformer.positions_embed",
+)
+
+#: GPT-NeoX-Japanese: GPT-NeoX's names, no biases but the last layer's attention.dense_bias (the extras)
+GPT_NEOX_JAPANESE = replace(
+    GPT_NEOX,
+    name="gpt_neox_japanese",
+    reader="gpt_neox_japanese",
+    model_types=("gpt_neox_japanese",),
+    tied_by_default=True,
+    layers="gpt_neox_japanese.layers",
+    embed="gpt_neox_japanese.embed_in",
+    final_norm="gpt_neox_japanese.final_layer_norm",
+    extras="gpt_neox_japanese",
+)
+
+#: Jais 2: Llama's names with nn.LayerNorm and a plain up_proj -> ReLU^2 -> down_proj MLP
+JAIS2 = replace(ARCEE, name="jais2", reader="jais2", model_types=("jais2",), norm="layer")
+
+# --- mla ---
+# DeepSeek-style MLA decoders (config_readers/mlamoe.py); tensor names from transformers 5.24's
+# models/<family>/modeling_<family>.py and the checkpoints' names before its conversion_mapping.py renames them
+
+#: DeepSeek-V2 / V2-Lite (modeling_deepseek_v2.py: DeepseekV2Attention = DeepSeek-V3's MLA modules, DeepseekV2Moe:
+#: a softmax router mlp.gate without a correction bias, experts stored one nn.Linear each, n_shared_experts fused
+#: into mlp.shared_experts; every layer from first_k_dense_replace on is MoE); no MTP layers
+DEEPSEEK_V2 = replace(DEEPSEEK_V3, name="deepseek_v2", reader="deepseek_v2", model_types=("deepseek_v2",))
+
+#: GLM-4.7-Flash (modeling_glm4_moe_lite.py: DeepSeek-V3's MLA attention and MoE, a sigmoid router with an
+#: e_score_correction_bias; mlp_layer_types says which layers are sparse; the MTP layer is model.layers.47 in
+#: DeepSeek-V3's numbering, which Glm4MoeLitePreTrainedModel ignores on load) with GLM-4.5's MTP layout
+GLM4_MOE_LITE = replace(GLM4_MOE, name="glm4_moe_lite", reader="glm4_moe_lite", model_types=("glm4_moe_lite",))
+
+#: MiniCPM3 (modeling_minicpm3.py: MiniCPM3Attention = DeepSeek-V2's MLA modules, a dense gated MLP, tied
+#: embeddings by default; scale_emb / scale_depth scale activations and store no tensor)
+MINICPM3 = Family(name="minicpm3", reader="minicpm3", model_types=("minicpm3",), tied_by_default=True)
+
+#: Sarvam's MLA model (configuration_sarvam_mla.py: model_type sarvam_mla, built by DeepseekV3ForCausalLM): read
+#: as DeepSeek-V3
+SARVAM_MLA = replace(DEEPSEEK_V3, name="sarvam_mla", model_types=("sarvam_mla",))
+
+#: A.X-K1 (modular_axk1.py: DeepSeek-V3 with a post_mlp_layernorm after the MoE block, always a q latent, the
+#: dense / sparse layers from mlp_layer_types)
+AXK1 = replace(DEEPSEEK_V3, name="axk1", reader="axk1", model_types=("axk1",), moe_output_norm="post_mlp_layernorm")
+
+# --- moe2 ---
+# MoE decoders of config_readers/moe2.py: tensor names from transformers 5.24's
+# src/transformers/models/<family>/modeling_<family>.py and, where transformers 5 renames modules at load time, the
+# checkpoints' names its conversion_mapping.py maps from ("qwen2_moe": one nn.Linear per expert,
+# mlp.experts.{e}.gate_proj / up_proj / down_proj; "mixtral": block_sparse_moe.experts.{e}.w1 / w3 / w2)
+
+#: ERNIE 4.5 MoE (modeling_ernie4_5_moe.py): Llama's attention and MLP (biases from use_bias, also on lm_head), dense
+#: layers outside moe_layer_start_index .. moe_layer_end_index; Ernie4_5_MoeSparseMoeBlock: a softmax router
+#: mlp.gate, routed experts, moe_num_shared_experts fused into mlp.shared_experts, and the router's correction bias
+#: mlp.moe_statics.e_score_correction_bias as the checkpoints store it (conversion_mapping.py moves it under the
+#: gate); tied embeddings by default
+ERNIE4_5_MOE = Family(
+    name="ernie4_5_moe",
+    reader="ernie4_5_moe",
+    model_types=("ernie4_5_moe",),
+    tied_by_default=True,
+    shared_expert="mlp.shared_experts",
+    correction_bias="mlp.moe_statics.e_score_correction_bias",
+)
+
+#: EXAONE MoE (modeling_exaone_moe.py): EXAONE 4.0's per-head q_norm / k_norm with its norms before attention and
+#: MLP, mlp_layer_types dense / sparse, a sigmoid router mlp.gate whose e_score_correction_bias the checkpoints keep
+#: beside it (mlp.e_score_correction_bias), num_shared_experts fused into mlp.shared_experts
+EXAONE_MOE = Family(
+    name="exaone_moe",
+    reader="exaone_moe",
+    model_types=("exaone_moe",),
+    shared_expert="mlp.shared_experts",
+    correction_bias="mlp.e_score_correction_bias",
+)
+
+#: Hunyuan HY-V3 (modeling_hy_v3.py, the checkpoints' names from conversion_mapping.py's "hy_v3" renames): per-head
+#: q/k norms, q/k/v/o biases from attention_bias, MLP biases from mlp_bias (the shared MLP's too), the router
+#: mlp.router.gate, its correction bias mlp.expert_bias and the shared experts mlp.shared_mlp
+HY_V3 = Family(
+    name="hy_v3",
+    reader="hy_v3",
+    model_types=("hy_v3",),
+    router="mlp.router.gate",
+    shared_expert="mlp.shared_mlp",
+    correction_bias="mlp.expert_bias",
+)
+
+#: Solar Open (modeling_solar_open.py): every layer MoE, GLM-4.5's router with its correction bias under mlp.gate,
+#: n_shared_experts fused into mlp.shared_experts, no q/k norms
+SOLAR_OPEN = Family(
+    name="solar_open", reader="solar_open", model_types=("solar_open",), shared_expert="mlp.shared_experts"
+)
+
+#: Laguna (modeling_laguna.py, the checkpoints' names from conversion_mapping.py's "laguna" renames): per-layer query
+#: heads (num_attention_heads_per_layer), per-head q/k norms, a g_proj gate on the attention output (one per head
+#: when gating is true or "per-head", else one per query element), the router mlp.gate with its correction bias
+#: stored as mlp.experts.e_score_correction_bias, the shared expert mlp.shared_expert
+LAGUNA = Family(
+    name="laguna",
+    reader="laguna",
+    model_types=("laguna",),
+    shared_expert="mlp.shared_expert",
+    correction_bias="mlp.experts.e_score_correction_bias",
+)
+
+#: AFMoE (modeling_afmoe.py): four norms a layer (input_layernorm, post_attention_layernorm, pre_mlp_layernorm,
+#: post_mlp_layernorm), per-head q/k norms and a gate_proj gate (one per query element) on the attention output,
+#: num_dense_layers dense layers first, a sigmoid router mlp.router.gate with its mlp.expert_bias, num_shared_experts
+#: fused into mlp.shared_experts
+AFMOE = Family(
+    name="afmoe",
+    reader="afmoe",
+    model_types=("afmoe",),
+    sandwich_norms=("input_layernorm", "post_attention_layernorm", "pre_mlp_layernorm", "post_mlp_layernorm"),
+    router="mlp.router.gate",
+    shared_expert="mlp.shared_experts",
+    correction_bias="mlp.expert_bias",
+    attn_gate="gate_proj",
+)
+
+#: MiniMax-Text-01 (modeling_minimax.py): Mixtral's MoE under the checkpoints' block_sparse_moe names on every layer;
+#: softmax-attention layers are Llama's, lightning-attention layers (MiniMaxLightningAttention) hold qkv_proj,
+#: out_proj, an output_gate and an RMSNorm ``norm`` over all heads' width (inventory_moe2.py)
+MINIMAX = replace(MIXTRAL, name="minimax", reader="minimax", model_types=("minimax",))
+
+#: JetMoE (modeling_jetmoe.py): the attention module self_attention holds kv_proj and the attention experts
+#: (inventory_moe2.moa_attention); the MLP is GraniteMoE-like, stacked experts mlp.input_linear (E, 2I, H) and
+#: mlp.output_linear (E, H, I) with the router mlp.router.layer, and an output bias mlp.bias; tied embeddings
+JETMOE = Family(
+    name="jetmoe",
+    reader="jetmoe",
+    model_types=("jetmoe",),
+    tied_by_default=True,
+    attn="self_attention",
+    router="mlp.router.layer",
+    experts="mlp",
+    fused_experts=True,
+    expert_names=("input_linear.weight", "output_linear.weight"),
+)
+
+# --- recurrent ---
+# Recurrent hybrids (config_readers/recurrent.py, inventory_recurrent.py): tensor names from transformers 5.24's
+# models/<type>/modeling_<type>.py and the checkpoints' names its conversion_mapping.py renames from
+
+#: LFM2 / LFM2.5 (modeling_lfm2.py: Lfm2DecoderLayer = operator_norm -> Lfm2Attention (q/k/v_proj, out_proj,
+#: per-head RMSNorms q_layernorm / k_layernorm) or Lfm2ShortConv (``conv``: in_proj 3 x hidden, a depthwise
+#: conv.conv of conv_L_cache taps, out_proj; biases from conv_bias), then ffn_norm -> Lfm2MLP feed_forward.w1 (gate) /
+#: w3 (up) / w2 (down)); the final norm is called model.embedding_norm; tied embeddings
+LFM2 = Family(
+    name="lfm2",
+    reader="lfm2",
+    model_types=("lfm2",),
+    tied_by_default=True,
+    final_norm="model.embedding_norm",
+    layer_norms=("operator_norm", "ffn_norm"),
+    o_proj="out_proj",
+    mlp_names=("w1", "w3", "w2"),
+    mlp_prefix="feed_forward.",
+    qk_norms=("q_layernorm", "k_layernorm"),
+    state_mixer="conv",
+)
+
+#: Kimi Linear (modeling_kimi_linear.py, the checkpoints' names before conversion_mapping.py's renames): Kimi Delta
+#: Attention layers (self_attn.q/k/v_proj, q/k/v_conv1d, f_a_proj / f_b_proj / dt_bias / A_log (the forget gate),
+#: b_proj, g_a_proj / g_b_proj, o_norm, o_proj) and every fourth layer DeepSeek's MLA without rotary on the nope part;
+#: a dense first layer, then block_sparse_moe: a sigmoid router ``gate`` with e_score_correction_bias, experts.{e}.w1
+#: / w3 / w2 and shared_experts (gate_proj / up_proj / down_proj)
+KIMI_LINEAR = Family(
+    name="kimi_linear",
+    reader="kimi_linear",
+    model_types=("kimi_linear",),
+    router="block_sparse_moe.gate",
+    experts="block_sparse_moe.experts",
+    expert_names=("w1", "w3", "w2"),
+    shared_expert="block_sparse_moe.shared_experts",
+)
+
+# --- ssm ---
+# State-space models and their hybrids (config_readers/ssm.py). Tensor names from transformers 5.24's
+# models/<type>/modeling_<type>.py / modular_<type>.py and, where transformers 5 renames at load time, the
+# checkpoints' names its conversion_mapping.py converts from
+
+#: Mamba (modeling_mamba.py: MambaModel.embeddings, layers.{i}.norm and .mixer (MambaMixer), norm_f, under the
+#: checkpoints' backbone.; MambaConfig ties the head) and Falcon-Mamba (modular_falcon_mamba.py: Mamba's modules,
+#: weightless B / C / dt RMSNorms; FalconMambaConfig ties the head)
+MAMBA = Family(
+    name="mamba",
+    reader="mamba",
+    model_types=("mamba", "falcon_mamba"),
+    tied_by_default=True,
+    layers="backbone.layers",
+    embed="backbone.embeddings",
+    final_norm="backbone.norm_f",
+    single_norm="norm",
+)
+
+#: Mamba-2 (modeling_mamba2.py: Mamba's backbone names, Mamba2Mixer as ``mixer``; Mamba2Config does not tie the head)
+MAMBA2 = replace(MAMBA, name="mamba2", reader="mamba2", model_types=("mamba2",), tied_by_default=False)
+
+#: Jamba (modeling_jamba.py: JambaAttentionDecoderLayer / JambaMambaDecoderLayer: input_layernorm, self_attn or
+#: mamba (JambaMambaMixer), pre_ff_layernorm, feed_forward: JambaMLP or JambaSparseMoeBlock with router and
+#: experts, stored per expert as experts.{e}.gate_proj / up_proj / down_proj (conversion_mapping.py "jamba");
+#: final_layernorm)
+JAMBA = Family(
+    name="jamba",
+    reader="jamba",
+    model_types=("jamba",),
+    final_norm="model.final_layernorm",
+    layer_norms=("input_layernorm", "pre_ff_layernorm"),
+    mlp_prefix="feed_forward.",
+    router="feed_forward.router",
+    experts="feed_forward.experts",
+    mamba_mixer="mamba",
+)
+
+#: Bamba (modeling_bamba.py: BambaDecoderLayer: input_layernorm, mamba (BambaMixer, Mamba-2) or self_attn,
+#: pre_ff_layernorm, feed_forward: a gated MLP; final_layernorm): Jamba's names
+BAMBA = replace(JAMBA, name="bamba", reader="bamba", model_types=("bamba",))
+
+#: Falcon-H1 (modeling_falcon_h1.py: FalconH1DecoderLayer: input_layernorm, then self_attn and mamba
+#: (FalconH1Mixer) side by side, pre_ff_layernorm, feed_forward; final_layernorm): Jamba's names
+FALCON_H1 = replace(JAMBA, name="falcon_h1", reader="falcon_h1", model_types=("falcon_h1",))
+
+#: Granite 4.0-H (modeling_granitemoehybrid.py: GraniteMoeHybridDecoderLayer: input_layernorm, mamba or self_attn,
+#: post_attention_layernorm, block_sparse_moe (checkpoints: router.layer, fused input_linear / output_linear, the
+#: names conversion_mapping.py's "granitemoe" renames) and shared_mlp (input_linear = gate and up, output_linear))
+GRANITEMOEHYBRID = Family(
+    name="granitemoehybrid",
+    reader="granitemoehybrid",
+    model_types=("granitemoehybrid",),
+    mlp="fused",
+    mlp_names=("input_linear", "output_linear"),
+    mlp_prefix="shared_mlp.",
+    router="block_sparse_moe.router.layer",
+    experts="block_sparse_moe",
+    fused_experts=True,
+    expert_names=("input_linear.weight", "output_linear.weight"),
+    shared_expert="shared_mlp",
+    mamba_mixer="mamba",
+)
+
 #: every family, by name
 FAMILIES: Mapping[str, Family] = {
     fam.name: fam
@@ -604,6 +1026,49 @@ FAMILIES: Mapping[str, Family] = {
         PHIMOE,
         MINIMAX_M2,
         NEMOTRON_NAS,
+        # --- clipvlm ---
+        LLAVA_VLM,
+        IDEFICS3_VLM,
+        # --- dense2 ---
+        GPT_SW3,
+        GPT_NEO,
+        MPT,
+        STABLELM,
+        BITNET,
+        ARCEE,
+        APERTUS,
+        XGLM,
+        BIOGPT,
+        MODERNBERT_DECODER,
+        MISTRAL4,
+        OPENAI_GPT,
+        GPT_NEOX_JAPANESE,
+        JAIS2,
+        # --- mla ---
+        DEEPSEEK_V2,
+        GLM4_MOE_LITE,
+        MINICPM3,
+        SARVAM_MLA,
+        AXK1,
+        # --- moe2 ---
+        ERNIE4_5_MOE,
+        EXAONE_MOE,
+        HY_V3,
+        SOLAR_OPEN,
+        LAGUNA,
+        AFMOE,
+        MINIMAX,
+        JETMOE,
+        # --- recurrent ---
+        LFM2,
+        KIMI_LINEAR,
+        # --- ssm ---
+        MAMBA,
+        MAMBA2,
+        JAMBA,
+        BAMBA,
+        FALCON_H1,
+        GRANITEMOEHYBRID,
     )
 }
 

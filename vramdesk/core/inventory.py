@@ -15,6 +15,10 @@ from dataclasses import dataclass
 
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .families import Family, family_of
+from .inventory_dense2 import EXTRAS
+from .inventory_moe2 import lightning_attention, moa_attention
+from .inventory_recurrent import state_mixer
+from .inventory_ssm import mamba1_mixer
 from .tensor_builder import Builder as _Builder
 from .tensor_builder import Tensor
 from .vision_inventory import vision_tower
@@ -36,8 +40,22 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.add(f"{a}.norm.weight", (lin.v_head_dim,), "norm", i, part)
         b.linear(f"{a}.out_proj", h, lin.value_dim, "linear_attn", i, part)
         return
-    if spec.mamba is not None:
-        _mamba2(b, arch, fam, spec, p, part)
+    if spec.mamba is not None or spec.mamba1 is not None:
+        if spec.mamba is not None:
+            _mamba2(b, arch, fam, spec, p, part)
+        else:
+            mamba1_mixer(b, arch, fam, spec, p, part)
+        if spec.attention != AttentionKind.FULL:
+            return
+        # a Falcon-H1 layer runs attention beside its Mamba-2 mixer
+    if spec.state is not None:
+        state_mixer(b, arch, fam, spec, f"{p}.{fam.state_mixer}", part)
+        return
+    if spec.lightning is not None:
+        lightning_attention(b, arch, fam, spec, p, part)
+        return
+    if spec.moa is not None:
+        moa_attention(b, arch, fam, spec, p, part)
         return
     if spec.attention == AttentionKind.NONE:
         # a Nemotron-H MLP or MoE layer: no attention module
@@ -47,15 +65,16 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         m = spec.mla
         qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank:
-            b.linear(f"{a}.q_a_proj", m.q_lora_rank, h, "attn", i, part)
+            b.linear(f"{a}.q_a_proj", m.q_lora_rank, h, "attn", i, part, arch.qkv_bias)
             b.norm(f"{a}.q_a_layernorm", m.q_lora_rank, i, part, False)
             b.linear(f"{a}.q_b_proj", spec.n_heads * qk_head, m.q_lora_rank, "attn", i, part)
         else:
             b.linear(f"{a}.q_proj", spec.n_heads * qk_head, h, "attn", i, part)
-        b.linear(f"{a}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, h, "attn", i, part)
+        # attention_bias: q_a_proj, kv_a_proj_with_mqa and o_proj (DeepseekV3Attention and its copies)
+        b.linear(f"{a}.kv_a_proj_with_mqa", m.kv_lora_rank + m.qk_rope_head_dim, h, "attn", i, part, arch.qkv_bias)
         b.norm(f"{a}.kv_a_layernorm", m.kv_lora_rank, i, part, False)
         b.linear(f"{a}.kv_b_proj", spec.n_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, "attn", i, part)
-        b.linear(f"{a}.o_proj", h, spec.n_heads * m.v_head_dim, "attn", i, part)
+        b.linear(f"{a}.o_proj", h, spec.n_heads * m.v_head_dim, "attn", i, part, arch.o_bias)
         if spec.indexer is not None and m.q_lora_rank:
             _dsa_indexer(b, arch, spec, f"{a}.indexer", m.q_lora_rank, part)
         return
@@ -70,9 +89,12 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
         b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
     b.linear(f"{a}.{fam.o_proj}", h, q_out, "attn", i, part, arch.o_bias)
+    if spec.attn_gate:
+        b.linear(f"{a}.{fam.attn_gate}", spec.attn_gate, h, "attn", i, part)
     if arch.qk_norm == "head":
-        b.norm(f"{a}.q_norm", spec.head_dim, i, part, False)
-        b.norm(f"{a}.k_norm", spec.head_dim, i, part, False)
+        q_norm, k_norm = fam.qk_norms
+        b.norm(f"{a}.{q_norm}", spec.head_dim, i, part, False)
+        b.norm(f"{a}.{k_norm}", spec.head_dim, i, part, False)
     elif arch.qk_norm == "head_ln":
         b.norm(f"{a}.q_layernorm", spec.head_dim, i, part, True)
         b.norm(f"{a}.k_layernorm", spec.head_dim, i, part, True)
@@ -109,7 +131,8 @@ def _mamba2(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: st
         b.add(f"{a}.conv1d.bias", (m.conv_dim,), "bias", i, part)
     for name in ("dt_bias", "A_log", "D"):
         b.add(f"{a}.{name}", (m.num_heads,), "state_param", i, part)
-    b.add(f"{a}.norm.weight", (m.intermediate,), "norm", i, part)
+    if m.gated_norm:
+        b.add(f"{a}.norm.weight", (m.intermediate,), "norm", i, part)
     b.linear(f"{a}.out_proj", h, m.intermediate, "linear_attn", i, part, m.proj_bias)
 
 
@@ -165,11 +188,15 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
         s = moe.shared_intermediate
         # laid out as the family's dense MLP (gate, up, down; Nemotron-H: up, down)
         *shared_ins, shared_down = fam.mlp_names
+        # a fused MLP stacks gate and up (Granite 4.0-H's shared_mlp.input_linear)
+        sw = 2 * s if fam.mlp == "fused" else s
         for name in shared_ins:
-            b.linear(f"{se}.{name}", s, h, "shared_expert", i, part)
+            b.linear(f"{se}.{name}", sw, h, "shared_expert", i, part)
         b.linear(f"{se}.{shared_down}", h, s, "shared_expert", i, part)
         if moe.shared_gate:
             b.linear(f"{p}.mlp.shared_expert_gate", 1, h, "router", i, part)
+    if fam.moe_output_norm is not None:
+        b.norm(f"{p}.{fam.moe_output_norm}", h, i, part, False)
 
 
 def _norms(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
@@ -198,6 +225,8 @@ def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec
     _attention(b, arch, fam, spec, prefix, part)
     _mlp(b, arch, fam, spec, prefix, part)
     _norms(b, arch, fam, spec, prefix, part)
+    if fam.extras is not None:
+        EXTRAS[fam.extras].layer(b, arch, fam, spec, prefix, part)
 
 
 def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
@@ -226,6 +255,8 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
         b.add(f"{head}.weight", (vocab, width), "lm_head")
         if arch.lm_head_bias:
             b.add(f"{head}.bias", (vocab,), "bias")
+    if fam.extras is not None:
+        EXTRAS[fam.extras].model(b, arch, fam)
     # MTP layers: a full decoder layer (attention kind of a global layer, the MoE/dense MLP of the last layer)
     # plus the projection that joins the embedding and the hidden state
     if arch.mtp_layers:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .architecture import Architecture, LayerSpec
-from .kv_layers import KvLayerSpec, KvOptions, KvRule, LinearAttentionSpec, kv_layer
+from .kv_layers import FullAttentionWithStateSpec, KvLayerSpec, KvOptions, KvRule, LinearAttentionSpec, kv_layer
 from .memo import derived
 from .messages import Later, Message, Text, join, later
 
@@ -181,6 +181,6 @@ def _explain(layout: _KvLayout, engine: KvRule, tokens: int, seqs: int, kv_bits:
     bits = _BITS_WORDS.get(kv_bits) or _BITS_WORDS.setdefault(kv_bits, BITS(bits=kv_bits))
     parts = [*layer_words, bits, SEQUENCES(seqs=seqs, tokens=tokens, engine=engine.name)]
     if state_seq:
-        nlin = sum(g.count for g in groups if isinstance(g.spec, LinearAttentionSpec))
+        nlin = sum(g.count for g in groups if isinstance(g.spec, LinearAttentionSpec | FullAttentionWithStateSpec))
         parts.append(LINEAR_STATE(layers=nlin, bytes=state_seq))
     return join("; ", *parts)

@@ -153,7 +153,7 @@ class MLAAttentionSpec(AttentionSpec):
 
     def elements_per_token(self, rule: KvRule) -> int:
         m = self.mla
-        if rule.expands_mla:
+        if rule.expands_mla and not m.latent_cache:
             return self.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) + self.indexer_key
         return m.kv_lora_rank + m.qk_rope_head_dim + self.indexer_key
 
@@ -162,7 +162,7 @@ class MLAAttentionSpec(AttentionSpec):
 
     def describe(self, n: int, rule: KvRule) -> Text:
         m = self.mla
-        if rule.expands_mla:
+        if rule.expands_mla and not m.latent_cache:
             what = MLA_EXPANDED(
                 n=n, heads=self.n_heads, nope=m.qk_nope_head_dim, rope=m.qk_rope_head_dim, v=m.v_head_dim
             )
@@ -182,6 +182,18 @@ class LinearAttentionSpec(KvLayerSpec):
         return rule.linear_state_bytes(self.linear, compute_bytes)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FullAttentionWithStateSpec(FullAttentionSpec):
+    """Full attention and a recurrent mixer in one layer (Falcon-H1's parallel attention and Mamba-2; a Zamba
+    hybrid layer's shared attention block before its Mamba mixer): every token's K and V, and the mixer's constant
+    state per sequence, as :class:`LinearAttentionSpec` counts it."""
+
+    state: RecurrentState
+
+    def state_bytes_per_sequence(self, rule: KvRule, compute_bytes: int) -> int:
+        return rule.linear_state_bytes(self.state, compute_bytes)
+
+
 _ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
     AttentionKind.FULL: FullAttentionSpec,
     AttentionKind.SLIDING: SlidingWindowSpec,
@@ -192,12 +204,22 @@ _ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
 
 
 def kv_layer(layer: LayerSpec) -> KvLayerSpec:
-    """The KV class of one decoder layer (the architecture sets ``linear`` or ``mamba`` on linear-attention layers
-    only)."""
+    """The KV class of one decoder layer (the architecture sets ``linear``, ``mamba``, ``mamba1``, ``state`` or
+    ``lightning`` on linear-attention layers, and a Mamba mixer on the full-attention layers that run one beside
+    attention)."""
     kind = layer.attention
+    mixers = (layer.linear, layer.mamba, layer.mamba1, layer.state, layer.lightning)
+    state = next((s for s in mixers if s is not None), None)
     if kind in (AttentionKind.LINEAR, AttentionKind.NONE):
-        state = layer.linear if layer.linear is not None else layer.mamba
         return LinearAttentionSpec(linear=state) if state is not None else KvLayerSpec()
+    if kind == AttentionKind.FULL and state is not None:
+        return FullAttentionWithStateSpec(
+            kind=kind.value,
+            n_kv_heads=layer.n_kv_heads,
+            head_dim=layer.head_dim,
+            v_head_dim=layer.v_head_dim,
+            state=state,
+        )
     if kind == AttentionKind.MLA and layer.mla is not None:
         return MLAAttentionSpec(
             kind=kind.value,

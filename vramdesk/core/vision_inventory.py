@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 
 from .architecture import VisionSpec
 from .tensor_builder import Builder as _Builder
+from .vision_towers_clip import CLIP_TOWERS
 
 
 def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
@@ -65,36 +66,6 @@ def _llama4_tower(b: _Builder, v: VisionSpec) -> None:
     b.linear("multi_modal_projector.linear_1", int(d["text_hidden"]), int(d["vision_output_dim"]), "vision", None, part)
 
 
-def _gemma3_siglip_tower(b: _Builder, v: VisionSpec) -> None:
-    """Gemma 3's SigLIP tower (modeling_siglip.py SiglipVisionTransformer, no head) and its projector
-    (Gemma3MultiModalProjector: an RMSNorm and one projection matrix)."""
-    part = "vision"
-    d = v.details
-    h, inter = v.hidden, v.intermediate
-    img = int(d["image_size"])
-    n_pos = (img // v.patch_size) ** 2
-    b.add(
-        "vision_tower.embeddings.patch_embedding.weight",
-        (h, 3, v.patch_size, v.patch_size),
-        "vision_other",
-        None,
-        part,
-    )
-    b.add("vision_tower.embeddings.patch_embedding.bias", (h,), "bias", None, part)
-    b.add("vision_tower.embeddings.position_embedding.weight", (n_pos, h), "vision_other", None, part)
-    for i in range(v.depth):
-        p = f"vision_tower.encoder.layers.{i}"
-        for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            b.linear(f"{p}.self_attn.{n}", h, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, part, True)
-        b.norm(f"{p}.layer_norm1", h, None, part, True)
-        b.norm(f"{p}.layer_norm2", h, None, part, True)
-    b.norm("vision_tower.post_layernorm", h, None, part, True)
-    b.add("multi_modal_projector.mm_soft_emb_norm.weight", (h,), "norm", None, part)
-    b.add("multi_modal_projector.mm_input_projection_weight", (h, int(d["text_hidden"])), "vision", None, part)
-
-
 def _qwen2_5_vl_tower(b: _Builder, v: VisionSpec) -> None:
     """Qwen2.5-VL's tower (modeling_qwen2_5_vl.py): Conv3d patch embedding without bias, blocks of two RMSNorms
     (weight only), a fused qkv and proj with biases and a gated MLP with biases (Qwen2_5_VLMLP(bias=True)), then
@@ -124,7 +95,8 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     "qwen3_vl": _qwen3_vl_tower,
     "qwen2_5_vl": _qwen2_5_vl_tower,
     "llama4": _llama4_tower,
-    "siglip": _gemma3_siglip_tower,
+    # CLIP, SigLIP (Gemma 3, LLaVA-OneVision, PaliGemma, Idefics3), Pixtral and InternViT (vision_towers_clip.py)
+    **CLIP_TOWERS,
 }
 
 

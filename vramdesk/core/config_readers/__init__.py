@@ -23,13 +23,31 @@ from ..families import LLAMA, Family, family_for_model_type
 from ..header_inventory import HeaderInventory
 from ..messages import Message, error_text
 from .classic import _gpt2, _gptj, _opt
+from .clipvlm import _clip_vlm
 from .decoders import _deepseek, _gemma, _gpt_oss, _llama4, _llama_like, _qwen_hybrid
+from .dense2 import (
+    _apertus,
+    _biogpt,
+    _gpt_neo,
+    _gpt_neox_japanese,
+    _jais2,
+    _llama_config,
+    _modernbert_decoder,
+    _mpt,
+    _openai_gpt,
+    _stablelm,
+    _xglm,
+)
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
 from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+from .mlamoe import _mla_moe
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
+from .moe2 import _afmoe, _ernie4_5_moe, _exaone_moe, _hy_v3, _jetmoe, _laguna, _minimax, _solar_open
 from .multimodal import _qwen2_5_vl, _qwen3_vl
+from .recurrent import _kimi_linear, _lfm2
+from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
 from .unknown import from_headers
 
 UNSUPPORTED_MODEL_TYPE = Message(
@@ -91,6 +109,48 @@ _READERS: dict[str, Reader] = {
     "phimoe": _phimoe,
     "minimax_m2": _minimax_m2,
     "nemotron_nas": _nemotron_nas,
+    # LLaVA-style vision-language models (clipvlm.py)
+    "llava": _clip_vlm,
+    "idefics3": _clip_vlm,
+    # --- dense2: dense decoders outside the Llama mould (dense2.py)
+    "gpt_sw3": _gpt2,
+    "gpt_neo": _gpt_neo,
+    "mpt": _mpt,
+    "stablelm": _stablelm,
+    "bitnet": _llama_config,
+    "arcee": _llama_config,
+    "apertus": _apertus,
+    "xglm": _xglm,
+    "biogpt": _biogpt,
+    "modernbert_decoder": _modernbert_decoder,
+    "mistral4": _deepseek,
+    "openai_gpt": _openai_gpt,
+    "gpt_neox_japanese": _gpt_neox_japanese,
+    "jais2": _jais2,
+    # DeepSeek-style MLA decoders (mlamoe.py)
+    "deepseek_v2": _mla_moe,
+    "glm4_moe_lite": _mla_moe,
+    "minicpm3": _mla_moe,
+    "axk1": _mla_moe,
+    # --- moe2: MoE decoders with GQA attention and DeepSeek-style experts; MiniMax-Text-01 (moe2.py)
+    "ernie4_5_moe": _ernie4_5_moe,
+    "exaone_moe": _exaone_moe,
+    "hy_v3": _hy_v3,
+    "solar_open": _solar_open,
+    "laguna": _laguna,
+    "afmoe": _afmoe,
+    "minimax": _minimax,
+    "jetmoe": _jetmoe,
+    # recurrent hybrids: short convolutions, Kimi Delta Attention (recurrent.py)
+    "lfm2": _lfm2,
+    "kimi_linear": _kimi_linear,
+    # state-space models and their hybrids (ssm.py)
+    "mamba": _mamba,
+    "mamba2": _mamba2,
+    "jamba": _jamba,
+    "bamba": _bamba,
+    "falcon_h1": _falcon_h1,
+    "granitemoehybrid": _granitemoehybrid,
 }
 
 

@@ -200,6 +200,11 @@ def _gemma(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archite
                 "image_size": v.int("image_size", default=896),
                 "mm_tokens_per_image": _Cfg(outer, c.model_type).int("mm_tokens_per_image", default=256, min_value=0),
                 "text_hidden": hidden,
+                # SiglipVisionConfig's default tower has its pooling head; Gemma 3's published configs say false
+                "head": int(v.bool("vision_use_head", True)),
+                "num_channels": v.int("num_channels", default=3),
+                "prefix": "vision_tower.vision_model",
+                "projector": "gemma3",
             },
         )
     return Architecture(

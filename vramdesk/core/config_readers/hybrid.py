@@ -19,7 +19,8 @@ from .fields import _DTYPE_ALIASES, MISSING_FIELD, NO_HEAD_DIM, NOT_LIST, _Cfg, 
 
 PATTERN_UNKNOWN = Message(
     "config.hybrid_pattern.unknown",
-    "{model_type}: unknown layer '{name}' in '{key}' (known: M or 'mamba', * or 'attention', - or 'mlp', E or 'moe')",
+    "{model_type}: unknown layer '{name}' in '{key}' (known: M or 'mamba' / 'linear_attention', * or 'attention' / "
+    "'full_attention', - or 'mlp', E or 'moe')",
 )
 PATTERN_COUNT = Message(
     "config.hybrid_pattern.count", "{model_type}: '{key}' has {entries} layers but num_hidden_layers is {layers}"
@@ -31,6 +32,9 @@ MAMBA_WIDTH = Message(
 
 #: ``hybrid_override_pattern`` characters and ``layers_block_type`` names -> the layer's one mixer
 _BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+#: transformers 5's ``layers_block_type`` names (NemotronHConfig's "linear_attention", "full_attention") -> the
+#: older ones
+_BLOCK_NAMES = {"linear_attention": "mamba", "full_attention": "attention"}
 
 
 def _blocks(c: _Cfg) -> tuple[list[str], str]:
@@ -39,7 +43,7 @@ def _blocks(c: _Cfg) -> tuple[list[str], str]:
         key, raw = "layers_block_type", c.get("layers_block_type")
         if not isinstance(raw, list):
             raise ConfigError(NOT_LIST(model_type=c.model_type, key=key))
-        names = [str(x) for x in raw]
+        names = [_BLOCK_NAMES.get(str(x), str(x)) for x in raw]
     else:
         key = "hybrid_override_pattern"
         names = [_BLOCKS.get(ch, ch) for ch in str(c.get(key, ""))]

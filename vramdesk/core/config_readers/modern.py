@@ -14,7 +14,8 @@ from ..architecture import Architecture, AttentionKind, ConfigError, LayerSpec, 
 from ..families import Family
 from ..messages import Message
 from .decoders import TOP_K_ABOVE_EXPERTS, _llama_like
-from .fields import _Cfg, _common, _heads, _lenient_int
+from .fields import _Cfg, _common, _lenient_int
+from .moe2 import floor_heads
 
 PATTERN_UNKNOWN = Message(
     "config.sliding_window_pattern.unknown",
@@ -56,7 +57,8 @@ def _glm4_moe(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Arch
     hidden = c.int("hidden_size")
     n_layers = c.int("num_hidden_layers")
     vocab = c.int("vocab_size")
-    n_heads, n_kv, head_dim = _heads(c, hidden)
+    # Glm4MoeAttention: getattr(config, "head_dim", hidden_size // num_attention_heads), rounded down
+    n_heads, n_kv, head_dim = floor_heads(c, hidden)
     inter = c.int("intermediate_size")
     n_exp = c.int("n_routed_experts", "num_local_experts")
     top_k = c.int("num_experts_per_tok")

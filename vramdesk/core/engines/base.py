@@ -24,6 +24,7 @@ from ..messages import Explanation, Message, Text, join, later
 from ..result import Component, EngineInfo, Phase
 from ..scenario import InferenceWorkload
 from ..weights import WeightBytes
+from .state_mixers import state_mixer_transient
 
 CUDA_CONTEXT_HOPPER = Message(
     "engine.cuda_context.hopper",
@@ -58,6 +59,11 @@ MAMBA2 = Message(
     "engine.transient.mamba2",
     "Mamba-2 mixer (fused mamba_ssm kernels): n x (in_proj {in_proj} + 2 x intermediate {intermediate} + 2 x hidden "
     "{hidden}) x {c} B (transformers' torch fallback without the kernels materialises far more)",
+)
+MAMBA1 = Message(
+    "engine.transient.mamba1",
+    "Mamba-1 mixer (fused mamba_ssm kernels): n x (in_proj {in_proj} + 3 x intermediate {intermediate} + 2 x hidden "
+    "{hidden}) x {c} B: x and z, the conv output, dt and the scan output",
 )
 ATTENTION = Message(
     "engine.transient.attention",
@@ -203,6 +209,14 @@ def _attention_transient(
         m = layer.mamba
         b = n * (m.in_proj_width + 2 * m.intermediate + 2 * h) * c
         return b, MAMBA2.later(in_proj=m.in_proj_width, intermediate=m.intermediate, hidden=h, c=c)
+    if layer.state is not None:
+        return state_mixer_transient(layer.state, n, h, c)
+    if layer.mamba1 is not None:
+        # mamba_inner_fn: in_proj's x | z, the conv output, dt widened by dt_proj and the scan output (intermediate
+        # each), out_proj's output and the residual
+        m1 = layer.mamba1
+        b = n * (m1.in_proj_width + 3 * m1.intermediate + 2 * h) * c
+        return b, MAMBA1.later(in_proj=m1.in_proj_width, intermediate=m1.intermediate, hidden=h, c=c)
     if layer.attention == AttentionKind.NONE:
         return 0, join("")
     q_w = layer.n_heads * layer.head_dim
@@ -226,7 +240,17 @@ def _distinct_layers(arch: Architecture) -> tuple[LayerSpec, ...]:
     seen: set[tuple[object, ...]] = set()
     out = []
     for layer in arch.layers:
-        key = (layer.attention, layer.mlp, layer.intermediate, layer.window, layer.moe, layer.mamba)
+        key = (
+            layer.attention,
+            layer.mlp,
+            layer.intermediate,
+            layer.window,
+            layer.moe,
+            layer.mamba,
+            layer.mamba1,
+            layer.state,
+            layer.lightning,
+        )
         if key not in seen:
             seen.add(key)
             out.append(layer)
