@@ -140,12 +140,20 @@ KEPT = frozenset(
         "FlashInfer",
         "ROCm",
         "Hopper",
+        # a Mamba mixer's tensor, and a mixer's own name (Kimi Delta Attention)
+        "dt",
+        "Kimi",
+        "Delta",
+        "Attention",
     ]
 )
 #: transformers 5.24's own default config per model type (benchmarks/data/transformers_families.jsonl)
 _ORACLE = {
     rec["model_type"]: rec["config"]
-    for rec in map(json.loads, (ROOT / "benchmarks" / "data" / "transformers_families.jsonl").open(encoding="utf-8"))
+    for rec in map(
+        json.loads,
+        (ROOT / "benchmarks" / "data" / "transformers_families.jsonl").read_text(encoding="utf-8").splitlines(),
+    )
     if "config" in rec
 }
 #: texts of other layers the inference texts pass through as they came (a refusal of quant_config's)
@@ -396,8 +404,10 @@ def _direct_texts() -> list[str]:
     )  # fmt: skip
     out.append(base._attention_transient(hybrid, hybrid.layers[0], 4096, 2, 4096, 2, "sdpa")[1])
     # the Mamba-1, short-convolution and Kimi Delta Attention mixers' transients (transformers' default configs)
-    for model_type in ("mamba", "lfm2", "kimi_linear"):
-        arch = normalize(_ORACLE[model_type])
+    lfm2 = {**_ORACLE["lfm2"], "layer_types": ["conv", "full_attention"] * 16}
+    lfm2.pop("full_attn_idxs")
+    for config in (_ORACLE["mamba"], lfm2, _ORACLE["kimi_linear"]):
+        arch = normalize(config)
         mixer = next(lay for lay in arch.layers if lay.attention == AttentionKind.LINEAR)
         out.append(base._attention_transient(arch, mixer, 4096, 2, 4096, 2, "sdpa")[1])
     out += [

@@ -197,6 +197,18 @@ def _old_describe(err: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: a small Gemma 4 text config: three sliding layers, then a global one
+_GEMMA4: dict[str, Any] = {
+    "model_type": "gemma4_text",
+    "hidden_size": 256,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "intermediate_size": 512,
+    "vocab_size": 1000,
+    "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+}
+
+
 def _config_errors() -> list[Text]:
     moe = _with(LLAMA, model_type="mixtral", num_local_experts=8, num_experts_per_tok=2)
     bigcode = {"model_type": "gpt_bigcode", "n_embd": 100, "n_head": 3, "n_layer": 2, "vocab_size": 100}
@@ -249,6 +261,13 @@ def _config_errors() -> list[Text]:
         # --- mla --- mlp_layer_types with an unknown entry, of the wrong length
         _with(_DSA, model_type="glm4_moe_lite", mlp_layer_types=["dense", "moe"]),
         _with(_DSA, model_type="glm4_moe_lite", mlp_layer_types=["dense"]),
+        # Gemma 4 / 3n: more shared-KV layers than layers, a shared layer kind no earlier layer produces,
+        # per_layer_config with a field not read and an entry out of range, per-layer widths of the wrong length
+        _with(_GEMMA4, num_kv_shared_layers=9),
+        _with(_GEMMA4, num_kv_shared_layers=1),
+        _with(_GEMMA4, per_layer_config={"1": {"rope_theta": 1.0}}),
+        _with(_GEMMA4, per_layer_config={"7": {"head_dim": 64}}),
+        _with(_GEMMA4, intermediate_size=[512, 512]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]
@@ -261,6 +280,10 @@ def _config_errors() -> list[Text]:
     # --- mla --- DeepSeek-V2 without num_experts_per_tok
     v2 = _with(_DSA, model_type="deepseek_v2", index_n_heads=None, n_routed_experts=4, moe_intermediate_size=64)
     out.append(normalize(v2).warnings[0])
+    # a Gemma 3n / 4 config with towers the estimate leaves out: vision, audio, both
+    text_config = {**_GEMMA4, "model_type": "gemma3n_text"}
+    for towers in ({"vision_config": {}}, {"audio_config": {}}, {"vision_config": {}, "audio_config": {}}):
+        out.extend(normalize({"model_type": "gemma3n", "text_config": text_config, **towers}).warnings)
     return out
 
 

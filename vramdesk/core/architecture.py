@@ -325,6 +325,12 @@ class LayerSpec(_Frozen):
     #: a Mamba-1 mixer in place of attention (``attention`` LINEAR), or beside it (``attention`` FULL: a Zamba
     #: hybrid layer's shared attention block)
     mamba1: Mamba1Spec | None = None
+    #: the layer reuses the keys and values of the last earlier layer of its kind (Gemma 3n / Gemma 4
+    #: ``num_kv_shared_layers``): it has no k / v projections and no cache of its own in any engine
+    kv_shared: bool = False
+    #: the values are the keys' projection (Gemma 4 ``attention_k_eq_v`` on global layers): no v_proj; the caches
+    #: still hold K and V apart
+    k_eq_v: bool = False
 
 
 class VisionSpec(_Frozen):
@@ -336,6 +342,28 @@ class VisionSpec(_Frozen):
     patch_size: int
     #: parameters of the whole tower incl. projector, computed by the inventory
     details: dict[str, int | float | str] = Field(default_factory=dict)
+
+
+class GemmaNSpec(_Frozen):
+    """What Gemma 3n and Gemma 4 add around the attention / MLP table (transformers' modeling_gemma3n.py and
+    modeling_gemma4.py): per-layer input embeddings (PLE), Gemma 3n's AltUp and Laurel blocks, Gemma 4's layer
+    scalars. Its MoE layers (a dense MLP beside routed experts) are the table's shared expert and experts."""
+
+    #: ``hidden_size_per_layer_input``: each layer's slice of the packed per-layer embedding; 0: no PLE
+    per_layer_input: int = 0
+    #: ``vocab_size_per_layer_input``: the rows of ``embed_tokens_per_layer``
+    per_layer_vocab: int = 0
+    #: ``altup_num_inputs`` (Gemma 3n): the parallel streams AltUp predicts and corrects; 0: no AltUp
+    altup_inputs: int = 0
+    #: ``laurel_rank`` (Gemma 3n): the width of the low-rank residual block; 0: none
+    laurel_rank: int = 0
+    #: Gemma 4 layers store a one-element ``layer_scalar`` (a persistent buffer the checkpoints hold)
+    layer_scalar: bool = False
+    #: ``backbone_hidden_size`` of a Gemma 4 assistant (draft) model: its pre_projection reads the target's
+    #: embedding and last hidden state, its post_projection writes the target's width; 0: not an assistant
+    backbone_hidden: int = 0
+    #: ``num_centroids`` of an assistant's ordered-embedding head (``use_ordered_embeddings``); 0: none
+    centroids: int = 0
 
 
 class Architecture(_Frozen):
@@ -388,6 +416,8 @@ class Architecture(_Frozen):
     #: facts of one family that only its extra tensors read (``Family.extras``, :mod:`.inventory_dense2`: Apertus's
     #: activation, the bias of ModernBERT's head)
     details: dict[str, int | float | str] = Field(default_factory=dict)
+    #: Gemma 3n / Gemma 4 parts outside the layer table (:class:`GemmaNSpec`); None for every other family
+    gemma_n: GemmaNSpec | None = None
 
     @property
     def n_layers(self) -> int:

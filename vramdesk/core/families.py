@@ -155,6 +155,13 @@ class Family:
     #: the Mamba-2 mixer under each of its layers (in_proj, conv1d, dt_bias, A_log, D, norm, out_proj under it)
     mamba_mixer: str = "mixer"
 
+    # -- recurrent hybrids (config_readers/recurrent.py)
+    #: the per-head q / k RMSNorms of an attention layer (``Architecture.qk_norm`` "head"; LFM2's q_layernorm /
+    #: k_layernorm)
+    qk_norms: tuple[str, str] = ("q_norm", "k_norm")
+    #: the constant-state mixer under each of its layers (LFM2's ``conv``; Kimi Delta Attention sits at ``attn``)
+    state_mixer: str = "self_attn"
+
     #: the key of ``inventory_dense2.EXTRAS``: the builder of the tensors no other field describes (BitNet's
     #: sub-norms, ModernBERT's prediction head); None: none
     extras: str | None = None
@@ -163,13 +170,6 @@ class Family:
     #: the separate projection under the attention module whose sigmoid gates its output (Laguna's g_proj, AFMoE's
     #: gate_proj)
     attn_gate: str = "g_proj"
-
-    # -- recurrent hybrids (config_readers/recurrent.py)
-    #: the per-head q / k RMSNorms of an attention layer (``Architecture.qk_norm`` "head"; LFM2's q_layernorm /
-    #: k_layernorm)
-    qk_norms: tuple[str, str] = ("q_norm", "k_norm")
-    #: the constant-state mixer under each of its layers (LFM2's ``conv``; Kimi Delta Attention sits at ``attn``)
-    state_mixer: str = "self_attn"
 
     # -- mla
     #: an RMSNorm over the MoE block's output, under the layer (A.X-K1's post_mlp_layernorm: the checkpoints store
@@ -587,45 +587,105 @@ MINIMAX_M2 = replace(
 #: (num_attention_heads / n_heads_in_group) and MLP width (_ffn_mult_to_intermediate_size)
 NEMOTRON_NAS = replace(LLAMA, name="nemotron_nas", reader="nemotron_nas", model_types=("nemotron-nas",))
 
-# --- clipvlm ---
-# LLaVA-style vision-language models (config_readers/clipvlm.py; towers and projectors in vision_towers_clip.py): the
-# text model is the text_config's own family read by its reader, stored under the published checkpoints' names,
-# which transformers 5 renames at load time (conversion_mapping.py "llava" / "llava_next": ^language_model.model ->
-# model.language_model, ^language_model.lm_head -> lm_head); Llama's, Gemma's and Cohere's records share the module
-# names these prefix
+# --- ssm ---
+# State-space models and their hybrids (config_readers/ssm.py). Tensor names from transformers 5.24's
+# models/<type>/modeling_<type>.py / modular_<type>.py and, where transformers 5 renames at load time, the
+# checkpoints' names its conversion_mapping.py converts from
 
-#: LLaVA, LLaVA-NeXT (-Video), LLaVA-OneVision, VipLLaVA, Video-LLaVA, Mistral 3, InternVL (-hf), PaliGemma 1 / 2
-LLAVA_VLM = replace(
-    LLAMA,
-    name="llava",
-    reader="llava",
-    model_types=(
-        "llava",
-        "llava_next",
-        "llava_next_video",
-        "llava_onevision",
-        "vipllava",
-        "video_llava",
-        "mistral3",
-        "internvl",
-        "paligemma",
-    ),
-    layers="language_model.model.layers",
-    embed="language_model.model.embed_tokens",
-    final_norm="language_model.model.norm",
-    lm_head="language_model.lm_head",
+#: Mamba (modeling_mamba.py: MambaModel.embeddings, layers.{i}.norm and .mixer (MambaMixer), norm_f, under the
+#: checkpoints' backbone.; MambaConfig ties the head) and Falcon-Mamba (modular_falcon_mamba.py: Mamba's modules,
+#: weightless B / C / dt RMSNorms; FalconMambaConfig ties the head)
+MAMBA = Family(
+    name="mamba",
+    reader="mamba",
+    model_types=("mamba", "falcon_mamba"),
+    tied_by_default=True,
+    layers="backbone.layers",
+    embed="backbone.embeddings",
+    final_norm="backbone.norm_f",
+    single_norm="norm",
 )
 
-#: Idefics3 and SmolVLM (modeling_idefics3.py, modeling_smolvlm.py): Idefics3Model's text_model and vision_model under
-#: model., the connector beside them and lm_head outside, as HuggingFaceTB/SmolVLM-Instruct's checkpoint stores them
-IDEFICS3_VLM = replace(
-    LLAMA,
-    name="idefics3",
-    reader="idefics3",
-    model_types=("idefics3", "smolvlm"),
-    layers="model.text_model.layers",
-    embed="model.text_model.embed_tokens",
-    final_norm="model.text_model.norm",
+#: Mamba-2 (modeling_mamba2.py: Mamba's backbone names, Mamba2Mixer as ``mixer``; Mamba2Config does not tie the head)
+MAMBA2 = replace(MAMBA, name="mamba2", reader="mamba2", model_types=("mamba2",), tied_by_default=False)
+
+#: Jamba (modeling_jamba.py: JambaAttentionDecoderLayer / JambaMambaDecoderLayer: input_layernorm, self_attn or
+#: mamba (JambaMambaMixer), pre_ff_layernorm, feed_forward: JambaMLP or JambaSparseMoeBlock with router and
+#: experts, stored per expert as experts.{e}.gate_proj / up_proj / down_proj (conversion_mapping.py "jamba");
+#: final_layernorm)
+JAMBA = Family(
+    name="jamba",
+    reader="jamba",
+    model_types=("jamba",),
+    final_norm="model.final_layernorm",
+    layer_norms=("input_layernorm", "pre_ff_layernorm"),
+    mlp_prefix="feed_forward.",
+    router="feed_forward.router",
+    experts="feed_forward.experts",
+    mamba_mixer="mamba",
+)
+
+#: Bamba (modeling_bamba.py: BambaDecoderLayer: input_layernorm, mamba (BambaMixer, Mamba-2) or self_attn,
+#: pre_ff_layernorm, feed_forward: a gated MLP; final_layernorm): Jamba's names
+BAMBA = replace(JAMBA, name="bamba", reader="bamba", model_types=("bamba",))
+
+#: Falcon-H1 (modeling_falcon_h1.py: FalconH1DecoderLayer: input_layernorm, then self_attn and mamba
+#: (FalconH1Mixer) side by side, pre_ff_layernorm, feed_forward; final_layernorm): Jamba's names
+FALCON_H1 = replace(JAMBA, name="falcon_h1", reader="falcon_h1", model_types=("falcon_h1",))
+
+#: Granite 4.0-H (modeling_granitemoehybrid.py: GraniteMoeHybridDecoderLayer: input_layernorm, mamba or self_attn,
+#: post_attention_layernorm, block_sparse_moe (checkpoints: router.layer, fused input_linear / output_linear, the
+#: names conversion_mapping.py's "granitemoe" renames) and shared_mlp (input_linear = gate and up, output_linear))
+GRANITEMOEHYBRID = Family(
+    name="granitemoehybrid",
+    reader="granitemoehybrid",
+    model_types=("granitemoehybrid",),
+    mlp="fused",
+    mlp_names=("input_linear", "output_linear"),
+    mlp_prefix="shared_mlp.",
+    router="block_sparse_moe.router.layer",
+    experts="block_sparse_moe",
+    fused_experts=True,
+    expert_names=("input_linear.weight", "output_linear.weight"),
+    shared_expert="shared_mlp",
+    mamba_mixer="mamba",
+)
+
+# --- recurrent ---
+# Recurrent hybrids (config_readers/recurrent.py, inventory_recurrent.py): tensor names from transformers 5.24's
+# models/<type>/modeling_<type>.py and the checkpoints' names its conversion_mapping.py renames from
+
+#: LFM2 / LFM2.5 (modeling_lfm2.py: Lfm2DecoderLayer = operator_norm -> Lfm2Attention (q/k/v_proj, out_proj,
+#: per-head RMSNorms q_layernorm / k_layernorm) or Lfm2ShortConv (``conv``: in_proj 3 x hidden, a depthwise
+#: conv.conv of conv_L_cache taps, out_proj; biases from conv_bias), then ffn_norm -> Lfm2MLP feed_forward.w1 (gate) /
+#: w3 (up) / w2 (down)); the final norm is called model.embedding_norm; tied embeddings
+LFM2 = Family(
+    name="lfm2",
+    reader="lfm2",
+    model_types=("lfm2",),
+    tied_by_default=True,
+    final_norm="model.embedding_norm",
+    layer_norms=("operator_norm", "ffn_norm"),
+    o_proj="out_proj",
+    mlp_names=("w1", "w3", "w2"),
+    mlp_prefix="feed_forward.",
+    qk_norms=("q_layernorm", "k_layernorm"),
+    state_mixer="conv",
+)
+
+#: Kimi Linear (modeling_kimi_linear.py, the checkpoints' names before conversion_mapping.py's renames): Kimi Delta
+#: Attention layers (self_attn.q/k/v_proj, q/k/v_conv1d, f_a_proj / f_b_proj / dt_bias / A_log (the forget gate),
+#: b_proj, g_a_proj / g_b_proj, o_norm, o_proj) and every fourth layer DeepSeek's MLA without rotary on the nope part;
+#: a dense first layer, then block_sparse_moe: a sigmoid router ``gate`` with e_score_correction_bias, experts.{e}.w1
+#: / w3 / w2 and shared_experts (gate_proj / up_proj / down_proj)
+KIMI_LINEAR = Family(
+    name="kimi_linear",
+    reader="kimi_linear",
+    model_types=("kimi_linear",),
+    router="block_sparse_moe.gate",
+    experts="block_sparse_moe.experts",
+    expert_names=("w1", "w3", "w2"),
+    shared_expert="block_sparse_moe.shared_experts",
 )
 
 # --- dense2 --- (config_readers/dense2.py, inventory_dense2.py; names from transformers 5.24's modeling_<family>.py)
@@ -765,31 +825,46 @@ GPT_NEOX_JAPANESE = replace(
 #: Jais 2: Llama's names with nn.LayerNorm and a plain up_proj -> ReLU^2 -> down_proj MLP
 JAIS2 = replace(ARCEE, name="jais2", reader="jais2", model_types=("jais2",), norm="layer")
 
-# --- mla ---
-# DeepSeek-style MLA decoders (config_readers/mlamoe.py); tensor names from transformers 5.24's
-# models/<family>/modeling_<family>.py and the checkpoints' names before its conversion_mapping.py renames them
+# --- clipvlm ---
+# LLaVA-style vision-language models (config_readers/clipvlm.py; towers and projectors in vision_towers_clip.py): the
+# text model is the text_config's own family read by its reader, stored under the published checkpoints' names,
+# which transformers 5 renames at load time (conversion_mapping.py "llava" / "llava_next": ^language_model.model ->
+# model.language_model, ^language_model.lm_head -> lm_head); Llama's, Gemma's and Cohere's records share the module
+# names these prefix
 
-#: DeepSeek-V2 / V2-Lite (modeling_deepseek_v2.py: DeepseekV2Attention = DeepSeek-V3's MLA modules, DeepseekV2Moe:
-#: a softmax router mlp.gate without a correction bias, experts stored one nn.Linear each, n_shared_experts fused
-#: into mlp.shared_experts; every layer from first_k_dense_replace on is MoE); no MTP layers
-DEEPSEEK_V2 = replace(DEEPSEEK_V3, name="deepseek_v2", reader="deepseek_v2", model_types=("deepseek_v2",))
+#: LLaVA, LLaVA-NeXT (-Video), LLaVA-OneVision, VipLLaVA, Video-LLaVA, Mistral 3, InternVL (-hf), PaliGemma 1 / 2
+LLAVA_VLM = replace(
+    LLAMA,
+    name="llava",
+    reader="llava",
+    model_types=(
+        "llava",
+        "llava_next",
+        "llava_next_video",
+        "llava_onevision",
+        "vipllava",
+        "video_llava",
+        "mistral3",
+        "internvl",
+        "paligemma",
+    ),
+    layers="language_model.model.layers",
+    embed="language_model.model.embed_tokens",
+    final_norm="language_model.model.norm",
+    lm_head="language_model.lm_head",
+)
 
-#: GLM-4.7-Flash (modeling_glm4_moe_lite.py: DeepSeek-V3's MLA attention and MoE, a sigmoid router with an
-#: e_score_correction_bias; mlp_layer_types says which layers are sparse; the MTP layer is model.layers.47 in
-#: DeepSeek-V3's numbering, which Glm4MoeLitePreTrainedModel ignores on load) with GLM-4.5's MTP layout
-GLM4_MOE_LITE = replace(GLM4_MOE, name="glm4_moe_lite", reader="glm4_moe_lite", model_types=("glm4_moe_lite",))
-
-#: MiniCPM3 (modeling_minicpm3.py: MiniCPM3Attention = DeepSeek-V2's MLA modules, a dense gated MLP, tied
-#: embeddings by default; scale_emb / scale_depth scale activations and store no tensor)
-MINICPM3 = Family(name="minicpm3", reader="minicpm3", model_types=("minicpm3",), tied_by_default=True)
-
-#: Sarvam's MLA model (configuration_sarvam_mla.py: model_type sarvam_mla, built by DeepseekV3ForCausalLM): read
-#: as DeepSeek-V3
-SARVAM_MLA = replace(DEEPSEEK_V3, name="sarvam_mla", model_types=("sarvam_mla",))
-
-#: A.X-K1 (modular_axk1.py: DeepSeek-V3 with a post_mlp_layernorm after the MoE block, always a q latent, the
-#: dense / sparse layers from mlp_layer_types)
-AXK1 = replace(DEEPSEEK_V3, name="axk1", reader="axk1", model_types=("axk1",), moe_output_norm="post_mlp_layernorm")
+#: Idefics3 and SmolVLM (modeling_idefics3.py, modeling_smolvlm.py): Idefics3Model's text_model and vision_model under
+#: model., the connector beside them and lm_head outside, as HuggingFaceTB/SmolVLM-Instruct's checkpoint stores them
+IDEFICS3_VLM = replace(
+    LLAMA,
+    name="idefics3",
+    reader="idefics3",
+    model_types=("idefics3", "smolvlm"),
+    layers="model.text_model.layers",
+    embed="model.text_model.embed_tokens",
+    final_norm="model.text_model.norm",
+)
 
 # --- moe2 ---
 # MoE decoders of config_readers/moe2.py: tensor names from transformers 5.24's
@@ -887,105 +962,66 @@ JETMOE = Family(
     expert_names=("input_linear.weight", "output_linear.weight"),
 )
 
-# --- recurrent ---
-# Recurrent hybrids (config_readers/recurrent.py, inventory_recurrent.py): tensor names from transformers 5.24's
-# models/<type>/modeling_<type>.py and the checkpoints' names its conversion_mapping.py renames from
+# --- mla ---
+# DeepSeek-style MLA decoders (config_readers/mlamoe.py); tensor names from transformers 5.24's
+# models/<family>/modeling_<family>.py and the checkpoints' names before its conversion_mapping.py renames them
 
-#: LFM2 / LFM2.5 (modeling_lfm2.py: Lfm2DecoderLayer = operator_norm -> Lfm2Attention (q/k/v_proj, out_proj,
-#: per-head RMSNorms q_layernorm / k_layernorm) or Lfm2ShortConv (``conv``: in_proj 3 x hidden, a depthwise
-#: conv.conv of conv_L_cache taps, out_proj; biases from conv_bias), then ffn_norm -> Lfm2MLP feed_forward.w1 (gate) /
-#: w3 (up) / w2 (down)); the final norm is called model.embedding_norm; tied embeddings
-LFM2 = Family(
-    name="lfm2",
-    reader="lfm2",
-    model_types=("lfm2",),
+#: DeepSeek-V2 / V2-Lite (modeling_deepseek_v2.py: DeepseekV2Attention = DeepSeek-V3's MLA modules, DeepseekV2Moe:
+#: a softmax router mlp.gate without a correction bias, experts stored one nn.Linear each, n_shared_experts fused
+#: into mlp.shared_experts; every layer from first_k_dense_replace on is MoE); no MTP layers
+DEEPSEEK_V2 = replace(DEEPSEEK_V3, name="deepseek_v2", reader="deepseek_v2", model_types=("deepseek_v2",))
+
+#: GLM-4.7-Flash (modeling_glm4_moe_lite.py: DeepSeek-V3's MLA attention and MoE, a sigmoid router with an
+#: e_score_correction_bias; mlp_layer_types says which layers are sparse; the MTP layer is model.layers.47 in
+#: DeepSeek-V3's numbering, which Glm4MoeLitePreTrainedModel ignores on load) with GLM-4.5's MTP layout
+GLM4_MOE_LITE = replace(GLM4_MOE, name="glm4_moe_lite", reader="glm4_moe_lite", model_types=("glm4_moe_lite",))
+
+#: MiniCPM3 (modeling_minicpm3.py: MiniCPM3Attention = DeepSeek-V2's MLA modules, a dense gated MLP, tied
+#: embeddings by default; scale_emb / scale_depth scale activations and store no tensor)
+MINICPM3 = Family(name="minicpm3", reader="minicpm3", model_types=("minicpm3",), tied_by_default=True)
+
+#: Sarvam's MLA model (configuration_sarvam_mla.py: model_type sarvam_mla, built by DeepseekV3ForCausalLM): read
+#: as DeepSeek-V3
+SARVAM_MLA = replace(DEEPSEEK_V3, name="sarvam_mla", model_types=("sarvam_mla",))
+
+#: A.X-K1 (modular_axk1.py: DeepSeek-V3 with a post_mlp_layernorm after the MoE block, always a q latent, the
+#: dense / sparse layers from mlp_layer_types)
+AXK1 = replace(DEEPSEEK_V3, name="axk1", reader="axk1", model_types=("axk1",), moe_output_norm="post_mlp_layernorm")
+
+# --- gemma ---
+# Gemma 4 / Gemma 4 Unified / Gemma 3n (config_readers/gemma4.py, inventory_gemma4.py): tensor names from
+# transformers 5.24's modeling_gemma4.py, modeling_gemma4_unified*.py and modeling_gemma3n.py, checked against
+# gemma-4-31B-it's safetensors listing (model.language_model.layers.{i}...)
+
+#: Gemma 4 and Gemma 4 Unified as multimodal checkpoints store them (Gemma4ForConditionalGeneration: the text model
+#: under model.language_model, the tower under model.vision_tower, its projector model.embed_vision); tied
+#: embeddings; MoE layers (26B-A4B) keep their dense MLP under mlp (the table's shared expert), the router
+#: router.proj and the experts stacked and gate-and-up fused (experts.gate_up_proj (E, 2I, H), experts.down_proj)
+GEMMA4 = Family(
+    name="gemma4",
+    reader="gemma4",
+    model_types=("gemma4", "gemma4_unified", "gemma4_unified_assistant", "gemma3n"),
     tied_by_default=True,
-    final_norm="model.embedding_norm",
-    layer_norms=("operator_norm", "ffn_norm"),
-    o_proj="out_proj",
-    mlp_names=("w1", "w3", "w2"),
-    mlp_prefix="feed_forward.",
-    qk_norms=("q_layernorm", "k_layernorm"),
-    state_mixer="conv",
-)
-
-#: Kimi Linear (modeling_kimi_linear.py, the checkpoints' names before conversion_mapping.py's renames): Kimi Delta
-#: Attention layers (self_attn.q/k/v_proj, q/k/v_conv1d, f_a_proj / f_b_proj / dt_bias / A_log (the forget gate),
-#: b_proj, g_a_proj / g_b_proj, o_norm, o_proj) and every fourth layer DeepSeek's MLA without rotary on the nope part;
-#: a dense first layer, then block_sparse_moe: a sigmoid router ``gate`` with e_score_correction_bias, experts.{e}.w1
-#: / w3 / w2 and shared_experts (gate_proj / up_proj / down_proj)
-KIMI_LINEAR = Family(
-    name="kimi_linear",
-    reader="kimi_linear",
-    model_types=("kimi_linear",),
-    router="block_sparse_moe.gate",
-    experts="block_sparse_moe.experts",
-    expert_names=("w1", "w3", "w2"),
-    shared_expert="block_sparse_moe.shared_experts",
-)
-
-# --- ssm ---
-# State-space models and their hybrids (config_readers/ssm.py). Tensor names from transformers 5.24's
-# models/<type>/modeling_<type>.py / modular_<type>.py and, where transformers 5 renames at load time, the
-# checkpoints' names its conversion_mapping.py converts from
-
-#: Mamba (modeling_mamba.py: MambaModel.embeddings, layers.{i}.norm and .mixer (MambaMixer), norm_f, under the
-#: checkpoints' backbone.; MambaConfig ties the head) and Falcon-Mamba (modular_falcon_mamba.py: Mamba's modules,
-#: weightless B / C / dt RMSNorms; FalconMambaConfig ties the head)
-MAMBA = Family(
-    name="mamba",
-    reader="mamba",
-    model_types=("mamba", "falcon_mamba"),
-    tied_by_default=True,
-    layers="backbone.layers",
-    embed="backbone.embeddings",
-    final_norm="backbone.norm_f",
-    single_norm="norm",
-)
-
-#: Mamba-2 (modeling_mamba2.py: Mamba's backbone names, Mamba2Mixer as ``mixer``; Mamba2Config does not tie the head)
-MAMBA2 = replace(MAMBA, name="mamba2", reader="mamba2", model_types=("mamba2",), tied_by_default=False)
-
-#: Jamba (modeling_jamba.py: JambaAttentionDecoderLayer / JambaMambaDecoderLayer: input_layernorm, self_attn or
-#: mamba (JambaMambaMixer), pre_ff_layernorm, feed_forward: JambaMLP or JambaSparseMoeBlock with router and
-#: experts, stored per expert as experts.{e}.gate_proj / up_proj / down_proj (conversion_mapping.py "jamba");
-#: final_layernorm)
-JAMBA = Family(
-    name="jamba",
-    reader="jamba",
-    model_types=("jamba",),
-    final_norm="model.final_layernorm",
-    layer_norms=("input_layernorm", "pre_ff_layernorm"),
-    mlp_prefix="feed_forward.",
-    router="feed_forward.router",
-    experts="feed_forward.experts",
-    mamba_mixer="mamba",
-)
-
-#: Bamba (modeling_bamba.py: BambaDecoderLayer: input_layernorm, mamba (BambaMixer, Mamba-2) or self_attn,
-#: pre_ff_layernorm, feed_forward: a gated MLP; final_layernorm): Jamba's names
-BAMBA = replace(JAMBA, name="bamba", reader="bamba", model_types=("bamba",))
-
-#: Falcon-H1 (modeling_falcon_h1.py: FalconH1DecoderLayer: input_layernorm, then self_attn and mamba
-#: (FalconH1Mixer) side by side, pre_ff_layernorm, feed_forward; final_layernorm): Jamba's names
-FALCON_H1 = replace(JAMBA, name="falcon_h1", reader="falcon_h1", model_types=("falcon_h1",))
-
-#: Granite 4.0-H (modeling_granitemoehybrid.py: GraniteMoeHybridDecoderLayer: input_layernorm, mamba or self_attn,
-#: post_attention_layernorm, block_sparse_moe (checkpoints: router.layer, fused input_linear / output_linear, the
-#: names conversion_mapping.py's "granitemoe" renames) and shared_mlp (input_linear = gate and up, output_linear))
-GRANITEMOEHYBRID = Family(
-    name="granitemoehybrid",
-    reader="granitemoehybrid",
-    model_types=("granitemoehybrid",),
-    mlp="fused",
-    mlp_names=("input_linear", "output_linear"),
-    mlp_prefix="shared_mlp.",
-    router="block_sparse_moe.router.layer",
-    experts="block_sparse_moe",
+    layers="model.language_model.layers",
+    embed="model.language_model.embed_tokens",
+    final_norm="model.language_model.norm",
+    router="router.proj",
+    experts="experts",
     fused_experts=True,
-    expert_names=("input_linear.weight", "output_linear.weight"),
-    shared_expert="shared_mlp",
-    mamba_mixer="mamba",
+    expert_names=("gate_up_proj", "down_proj"),
+    shared_expert="mlp",
+)
+
+#: a text-only Gemma 4 / Gemma 3n checkpoint (Gemma4ForCausalLM, Gemma3nForCausalLM, the Gemma 4 assistant's
+#: model): the text model's modules under model.; read by the Gemma 4 reader, which picks it for an un-nested config
+GEMMA4_TEXT = replace(
+    GEMMA4,
+    name="gemma4_text",
+    reader="gemma4_text",
+    model_types=(),
+    layers="model.layers",
+    embed="model.embed_tokens",
+    final_norm="model.norm",
 )
 
 #: every family, by name
@@ -1026,9 +1062,16 @@ FAMILIES: Mapping[str, Family] = {
         PHIMOE,
         MINIMAX_M2,
         NEMOTRON_NAS,
-        # --- clipvlm ---
-        LLAVA_VLM,
-        IDEFICS3_VLM,
+        # --- ssm ---
+        MAMBA,
+        MAMBA2,
+        JAMBA,
+        BAMBA,
+        FALCON_H1,
+        GRANITEMOEHYBRID,
+        # --- recurrent ---
+        LFM2,
+        KIMI_LINEAR,
         # --- dense2 ---
         GPT_SW3,
         GPT_NEO,
@@ -1044,12 +1087,9 @@ FAMILIES: Mapping[str, Family] = {
         OPENAI_GPT,
         GPT_NEOX_JAPANESE,
         JAIS2,
-        # --- mla ---
-        DEEPSEEK_V2,
-        GLM4_MOE_LITE,
-        MINICPM3,
-        SARVAM_MLA,
-        AXK1,
+        # --- clipvlm ---
+        LLAVA_VLM,
+        IDEFICS3_VLM,
         # --- moe2 ---
         ERNIE4_5_MOE,
         EXAONE_MOE,
@@ -1059,16 +1099,15 @@ FAMILIES: Mapping[str, Family] = {
         AFMOE,
         MINIMAX,
         JETMOE,
-        # --- recurrent ---
-        LFM2,
-        KIMI_LINEAR,
-        # --- ssm ---
-        MAMBA,
-        MAMBA2,
-        JAMBA,
-        BAMBA,
-        FALCON_H1,
-        GRANITEMOEHYBRID,
+        # --- mla ---
+        DEEPSEEK_V2,
+        GLM4_MOE_LITE,
+        MINICPM3,
+        SARVAM_MLA,
+        AXK1,
+        # --- gemma ---
+        GEMMA4,
+        GEMMA4_TEXT,
     )
 }
 

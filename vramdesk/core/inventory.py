@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .families import Family, family_of
 from .inventory_dense2 import EXTRAS
+from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
 from .inventory_moe2 import lightning_attention, moa_attention
 from .inventory_recurrent import state_mixer
 from .inventory_ssm import mamba1_mixer
@@ -86,15 +87,19 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.linear(f"{a}.{fam.qkv_proj}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
     else:
         b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
-        b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
-        b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+        # a Gemma 3n / 4 layer sharing another's KV has no k / v projections; one whose values are its keys no v
+        if not spec.kv_shared:
+            b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
+        if not (spec.kv_shared or spec.k_eq_v):
+            b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
     b.linear(f"{a}.{fam.o_proj}", h, q_out, "attn", i, part, arch.o_bias)
     if spec.attn_gate:
         b.linear(f"{a}.{fam.attn_gate}", spec.attn_gate, h, "attn", i, part)
     if arch.qk_norm == "head":
         q_norm, k_norm = fam.qk_norms
         b.norm(f"{a}.{q_norm}", spec.head_dim, i, part, False)
-        b.norm(f"{a}.{k_norm}", spec.head_dim, i, part, False)
+        if not spec.kv_shared:
+            b.norm(f"{a}.{k_norm}", spec.head_dim, i, part, False)
     elif arch.qk_norm == "head_ln":
         b.norm(f"{a}.q_layernorm", spec.head_dim, i, part, True)
         b.norm(f"{a}.k_layernorm", spec.head_dim, i, part, True)
@@ -227,6 +232,8 @@ def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec
     _norms(b, arch, fam, spec, prefix, part)
     if fam.extras is not None:
         EXTRAS[fam.extras].layer(b, arch, fam, spec, prefix, part)
+    if arch.gemma_n is not None:
+        gemma_layer_extras(b, arch, spec, prefix, part)
 
 
 def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
@@ -250,6 +257,8 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
         _decoder_layer(b, arch, fam, spec, f"{fam.layers}.{spec.index}", "text")
     if arch.final_norm:
         b.norm(fam.final_norm, h, None, "text", arch.norm == "layer")
+    if arch.gemma_n is not None:
+        gemma_model_extras(b, arch, fam)
     head = fam.lm_head
     if not arch.tie_embeddings:
         b.add(f"{head}.weight", (vocab, width), "lm_head")

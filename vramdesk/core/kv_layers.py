@@ -210,6 +210,11 @@ def kv_layer(layer: LayerSpec) -> KvLayerSpec:
     kind = layer.attention
     mixers = (layer.linear, layer.mamba, layer.mamba1, layer.state, layer.lightning)
     state = next((s for s in mixers if s is not None), None)
+    if layer.kv_shared:
+        # Gemma 3n / 4 layers reading an earlier layer's K and V: transformers gives them a "dummy" cache layer
+        # (cache_utils: kv_sharing_modes "reuse"), vLLM a kv_sharing_target_layer_name, llama.cpp no KV past
+        # n_layer_kv_from_start
+        return KvLayerSpec()
     if kind in (AttentionKind.LINEAR, AttentionKind.NONE):
         return LinearAttentionSpec(linear=state) if state is not None else KvLayerSpec()
     if kind == AttentionKind.FULL and state is not None:

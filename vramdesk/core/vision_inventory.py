@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from .architecture import VisionSpec
 from .tensor_builder import Builder as _Builder
 from .vision_towers_clip import CLIP_TOWERS
+from .vision_towers_gemma import gemma4_tower
 
 
 def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
@@ -97,6 +98,7 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     "llama4": _llama4_tower,
     # CLIP, SigLIP (Gemma 3, LLaVA-OneVision, PaliGemma, Idefics3), Pixtral and InternViT (vision_towers_clip.py)
     **CLIP_TOWERS,
+    "gemma4": gemma4_tower,
 }
 
 

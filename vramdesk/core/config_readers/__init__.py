@@ -40,6 +40,7 @@ from .dense2 import (
 )
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
 from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
+from .gemma4 import _gemma4
 from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .mlamoe import _mla_moe
@@ -151,6 +152,9 @@ _READERS: dict[str, Reader] = {
     "bamba": _bamba,
     "falcon_h1": _falcon_h1,
     "granitemoehybrid": _granitemoehybrid,
+    # Gemma 4, Gemma 4 Unified and Gemma 3n (gemma4.py); text-only checkpoints are named as gemma4_text
+    "gemma4": _gemma4,
+    "gemma4_text": _gemma4,
 }
 
 
