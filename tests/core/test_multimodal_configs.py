@@ -272,11 +272,13 @@ def test_gemma3_with_keras_hubs_vocabulary_counts_keras_hubs_figure() -> None:
     assert counts.text == 3_880_099_328
 
 
-def test_gemma3_siglip_tower_and_projector_are_named_as_transformers_loads_them() -> None:
+def test_gemma3_siglip_tower_and_projector_are_named_as_the_checkpoint_stores_them() -> None:
+    """google/gemma-3-4b-it stores its tower under ``vision_tower.vision_model.`` (SiglipVisionModel's own
+    ``vision_model``), its projector under ``multi_modal_projector.``."""
     tensors = build_inventory(normalize(copy.deepcopy(GEMMA3_4B_IT)))
     vision = {t.name: t.shape for t in tensors if t.part == "vision"}
     assert vision["multi_modal_projector.mm_input_projection_weight"] == (1152, 2560)
-    assert vision["vision_tower.embeddings.position_embedding.weight"] == ((896 // 14) ** 2, 1152)
+    assert vision["vision_tower.vision_model.embeddings.position_embedding.weight"] == ((896 // 14) ** 2, 1152)
     assert sum(1 for n in vision if n.endswith("self_attn.q_proj.weight")) == 27
 
 
