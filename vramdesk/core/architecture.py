@@ -50,8 +50,8 @@ class MlaSpec(_Frozen):
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
-    #: the model's own attention caches the latent, not the expanded K and V, in every engine (transformers 5.24's
-    #: KimiLinearAttention: ``cache.update(kv_nope, k_rot)`` before ``expand_kv``)
+    #: transformers caches this layer's latent, not the expanded K and V (from 5.15 for DeepSeek-style layers: set per
+    #: release by the transformers engine; vLLM and llama.cpp always cache the latent)
     latent_cache: bool = False
 
 

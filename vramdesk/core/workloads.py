@@ -18,7 +18,7 @@ from .trainers import TrainerName, with_profile
 Engine = Literal["transformers", "vllm", "llamacpp", "sglang", "ollama"]
 Attention = Literal["flash", "sdpa", "eager"]
 KvDtypeName = Literal["auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"]
-TransformersVersion = Literal["<=4.35", "4.36-4.44", ">=4.45", "5.x"]
+TransformersVersion = Literal["<=4.35", "4.36-4.44", ">=4.45", "5.0-5.14", "5.15-5.17", "5.x"]
 
 
 UNKNOWN_SAVED_MODULE = Message(
@@ -151,7 +151,8 @@ class InferenceWorkload(_Frozen):
         label="transformers",
         help="The transformers release: before 4.36 generate() held the old and the new key/value tuples together "
         "in every decode step; before 4.45 every attention layer kept its own rotary cos/sin tables and the logits "
-        "of the whole prompt",
+        "of the whole prompt; before 5.15 (5.18 for DeepSeek-V3.2 / GLM-5) multi-head latent attention cached the "
+        "expanded keys and values of every head",
         group="inference",
         choices={
             "<=4.35": ("≤ 4.35", "Tuple cache: each decode step holds the old and the new keys and values (2 x KV)"),
@@ -161,7 +162,16 @@ class InferenceWorkload(_Frozen):
                 "whole prompt",
             ),
             ">=4.45": ("≥ 4.45", "One rotary module per model, logits for the last prompt position only"),
-            "5.x": ("5.x", "As 4.45 and later (the default)"),
+            "5.0-5.14": (
+                "5.0 - 5.14",
+                "As 4.45; multi-head latent attention still caches the expanded keys and values",
+            ),
+            "5.15-5.17": (
+                "5.15 - 5.17",
+                "DeepSeek-style multi-head latent attention caches its compressed latent; the sparse-attention models "
+                "(DeepSeek-V3.2, GLM-5) and Kimi Linear still cache the expanded keys and values",
+            ),
+            "5.x": ("≥ 5.18", "Every multi-head latent attention model caches its compressed latent (the default)"),
         },
         form={"when": {"engine": ["transformers"]}, "accessible": "transformers version"},
     )

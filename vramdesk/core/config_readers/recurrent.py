@@ -201,7 +201,6 @@ def _kimi_linear(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> A
         qk_nope_head_dim=c.int("qk_nope_head_dim"),
         qk_rope_head_dim=c.int("qk_rope_head_dim"),
         v_head_dim=c.int("v_head_dim"),
-        latent_cache=True,
     )
     kda = _kda(c) if "kda" in kinds else None
     if c.has("mlp_layer_types"):

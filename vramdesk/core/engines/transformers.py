@@ -405,6 +405,34 @@ def _transformers_gpu(
     return phases, kv_end
 
 
+#: the releases whose multi-head latent attention caches the expanded keys and values of every head; from 5.15
+#: (transformers PR 47761) DeepseekV2/V3Attention and their copies cache the compressed latent and expand it after
+#: the cache read, the sparse-attention models (DeepseekV32Attention, GlmMoeDsaAttention) from 5.18 and Kimi Linear's
+#: MLA layers from 5.17 (read in the published wheels' modeling_<type>.py: "Cache read / write is performed while
+#: latent KV is still compressed")
+_MLA_EXPANDED = frozenset({"<=4.35", "4.36-4.44", ">=4.45", "5.0-5.14"})
+
+
+def _mla_latent_arch(arch: Architecture, version: str) -> Architecture:
+    """``arch`` with its MLA layers caching the latent where the release ``version`` does (the others unchanged)."""
+    if version in _MLA_EXPANDED or not any(layer.mla is not None for layer in arch.layers):
+        return arch
+    late = arch.model_type == "kimi_linear" or any(layer.indexer is not None for layer in arch.layers)
+    if version == "5.15-5.17" and late:
+        return arch  # (Kimi Linear caches the latent from 5.17: the band counts the expanded K and V, the larger)
+
+    def latent() -> Architecture:
+        layers = tuple(
+            lay.model_copy(update={"mla": lay.mla.model_copy(update={"latent_cache": True})})
+            if lay.mla is not None
+            else lay
+            for lay in arch.layers
+        )
+        return arch.model_copy(update={"layers": layers})
+
+    return derived(arch, ("latent MLA cache", version), latent)
+
+
 def transformers_run(ctx: Context) -> EngineRun:
     warnings: list[Text] = []
     # (the attention transformers runs: "sdpa" is eager where the model's implementation has no SDPA path)
@@ -412,6 +440,9 @@ def transformers_run(ctx: Context) -> EngineRun:
     if note is not None:
         ctx = replace(ctx, work=ctx.work.model_copy(update={"attention": attention}))
         warnings.append(note)
+    latent = _mla_latent_arch(ctx.arch, ctx.work.transformers_version)
+    if latent is not ctx.arch:
+        ctx = replace(ctx, arch=latent)
     arch, work = ctx.arch, ctx.work
     c = ctx.compute_bytes
     n_gpus = max(1, ctx.gpu_count)
