@@ -358,6 +358,83 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "num_kv_shared_layers": 2,
         "use_double_wide_mlp": True,
     },
+    # --- ownvlm ---
+    "qwen2_vl": {
+        **_SMALL,
+        "model_type": "qwen2_vl",
+        "vision_config": {"depth": 1, "embed_dim": 64, "mlp_ratio": 2, "num_heads": 2, "hidden_size": 256},
+    },
+    "glm4v": {
+        "model_type": "glm4v",
+        "text_config": {**_SMALL, "num_key_value_heads": 2},
+        "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "image_size": 56},
+    },
+    "glm4v_moe": {
+        "model_type": "glm4v_moe",
+        "text_config": {**_SMALL, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64},
+        "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2, "image_size": 56},
+    },
+    "kimi_k25": {
+        "model_type": "kimi_k25",
+        "text_config": {
+            **_SMALL,
+            "model_type": "kimi_k2",
+            "q_lora_rank": 64,
+            "kv_lora_rank": 32,
+            "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16,
+            "v_head_dim": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 64,
+            "first_k_dense_replace": 1,
+        },
+        "vision_config": {"vt_hidden_size": 64, "vt_num_hidden_layers": 1, "vt_intermediate_size": 128},
+        "projection_hidden_size": 64,
+    },
+    "minimax_m3": {
+        **_SMALL,
+        "model_type": "minimax_m3",
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "head_dim": 64,
+        "moe_layer_freq": [0, 1],
+        "sparse_attention_config": {"sparse_attention_freq": [0, 1], "sparse_index_dim": 32},
+    },
+    "minimax_m3_vl": {
+        "model_type": "minimax_m3_vl",
+        "text_config": {**_SMALL, "num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 64},
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128},
+        "projector_hidden_size": 128,
+    },
+    "qwen2_5_omni": {
+        "model_type": "qwen2_5_omni_thinker",
+        "text_config": _SMALL,
+        "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 128, "out_hidden_size": 256},
+        "audio_config": {"encoder_layers": 1, "d_model": 64, "encoder_ffn_dim": 128, "num_mel_bins": 16},
+    },
+    "qwen3_omni_moe": {
+        "model_type": "qwen3_omni_moe_thinker",
+        "text_config": {**_SMALL, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64},
+        "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 128, "deepstack_visual_indexes": [0]},
+        "audio_config": {"encoder_layers": 1, "d_model": 64, "encoder_ffn_dim": 128, "downsample_hidden_size": 8},
+    },
+    "persimmon": {**_SMALL, "model_type": "persimmon"},
+    "fuyu": {"model_type": "fuyu", "text_config": {**_SMALL, "model_type": "persimmon"}, "patch_size": 4},
+    "exaone4_5": {
+        "model_type": "exaone4_5",
+        "text_config": {**_SMALL, "model_type": "exaone4"},
+        "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 128, "num_heads": 4},
+    },
+    "youtu": {
+        **_SMALL,
+        "model_type": "youtu",
+        "q_lora_rank": 64,
+        "kv_lora_rank": 32,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 16,
+        "v_head_dim": 32,
+    },
     # --- dense2: dense decoders outside the Llama mould (config_readers/dense2.py; oracle and published configs in
     # tests/core/test_families_dense2.py)
     "gpt_sw3": {
@@ -602,7 +679,7 @@ def test_the_dead_quirk_check_finds_a_field_nobody_reads() -> None:
 def test_every_record_is_filed_under_its_name() -> None:
     assert all(key == fam.name for key, fam in FAMILIES.items())
     variants = {fam.name for fam in FAMILIES.values() if fam.reader != fam.name}
-    assert variants == {"phi3", "mixtral", "olmo2", "granitemoe", "sarvam_mla"}
+    assert variants == {"phi3", "mixtral", "olmo2", "granitemoe", "sarvam_mla", "minimax_m3_vl", "fuyu"}
 
 
 # ----------------------------------------------------------------------------------------------

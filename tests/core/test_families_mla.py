@@ -120,16 +120,19 @@ def test_indexer_keys_are_cached_beside_the_mla_latent() -> None:
     with_dsa = _corpus("deepseek-ai__DeepSeek-V3.2")
     plain = {k: v for k, v in with_dsa.items() if not k.startswith("index_")}
 
-    def kv(config: dict[str, Any], engine: str) -> int:
+    def kv(config: dict[str, Any], engine: str, **work: str) -> int:
         s = Scenario.model_validate(
-            {"model": {"id": "x/y"}, "weights": "bf16", "workload": {"engine": engine, "input_len": 4096}}
+            {"model": {"id": "x/y"}, "weights": "bf16", "workload": {"engine": engine, "input_len": 4096, **work}}
         )
         return next(c.bytes for c in estimate(s, model_facts(config), None).components if c.name == "KV cache")
 
-    # per token and layer, index_head_dim 128 keys beside vLLM's latent (512 + 64) and transformers' expanded K and V
-    # (128 heads x (192 + 128)), for the same tokens
-    assert kv(with_dsa, "vllm") / kv(plain, "vllm") == pytest.approx((576 + 128) / 576, rel=1e-9)
-    assert kv(with_dsa, "transformers") / kv(plain, "transformers") == pytest.approx(
+    # per token and layer, index_head_dim 128 keys beside the latent (512 + 64) vLLM and transformers >= 5.18 cache,
+    # or beside the expanded K and V (128 heads x (192 + 128)) transformers cached up to 5.14, for the same tokens
+    latent = pytest.approx((576 + 128) / 576, rel=1e-9)
+    assert kv(with_dsa, "vllm") / kv(plain, "vllm") == latent
+    assert kv(with_dsa, "transformers") / kv(plain, "transformers") == latent
+    old = {"transformers_version": "5.0-5.14"}
+    assert kv(with_dsa, "transformers", **old) / kv(plain, "transformers", **old) == pytest.approx(
         (128 * 320 + 128) / (128 * 320), rel=1e-9
     )
 

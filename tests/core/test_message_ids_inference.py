@@ -573,6 +573,9 @@ def _estimate_special() -> list[str]:
     for eng in ("vllm", "transformers"):
         est = estimate(_s("deepseek-ai/DeepSeek-V3.2", kind="inference", engine=eng), dsa, h100)
         out += [c.explain for c in est.components if c.name == "KV cache"]
+    # transformers up to 5.14 cached the expanded K and V of every MLA head
+    old = _s("deepseek-ai/DeepSeek-V3.2", kind="inference", engine="transformers", transformers_version="5.0-5.14")
+    out += [c.explain for c in estimate(old, dsa, h100).components if c.name == "KV cache"]
     return out
 
 

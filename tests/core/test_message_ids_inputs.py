@@ -268,6 +268,14 @@ def _config_errors() -> list[Text]:
         _with(_GEMMA4, per_layer_config={"1": {"rope_theta": 1.0}}),
         _with(_GEMMA4, per_layer_config={"7": {"head_dim": 64}}),
         _with(_GEMMA4, intermediate_size=[512, 512]),
+        # vision-language families with towers of their own (config_readers/ownvlm.py): a bad mlp_ratio, a
+        # merge_kernel_size that is not a pair, per-layer lists of the wrong length or with an unknown entry, a
+        # sparse_attention_config that is not an object
+        {**LLAMA, "model_type": "qwen2_vl", "vision_config": {"mlp_ratio": "four"}},
+        {"model_type": "kimi_k25", "text_config": _DSA, "vision_config": {"merge_kernel_size": [2]}},
+        _with(LLAMA, model_type="minimax_m3", moe_layer_freq=[1]),
+        _with(LLAMA, model_type="minimax_m3", mlp_layer_types=["moe"] * 4),
+        _with(LLAMA, model_type="minimax_m3", sparse_attention_config=[1]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]
@@ -284,6 +292,10 @@ def _config_errors() -> list[Text]:
     text_config = {**_GEMMA4, "model_type": "gemma3n_text"}
     for towers in ({"vision_config": {}}, {"audio_config": {}}, {"vision_config": {}, "audio_config": {}}):
         out.extend(normalize({"model_type": "gemma3n", "text_config": text_config, **towers}).warnings)
+    # a Llama 4 config without its vision_config; a MiniMax-M3 config with MTP layers transformers does not load
+    scout_text = {k: v for k, v in scout.items() if k != "vision_config"}
+    out += normalize(scout_text).warnings
+    out += normalize(_with(LLAMA, model_type="minimax_m3", num_nextn_predict_layers=1)).warnings
     return out
 
 

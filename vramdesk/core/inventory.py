@@ -18,6 +18,7 @@ from .families import Family, family_of
 from .inventory_dense2 import EXTRAS
 from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
 from .inventory_moe2 import lightning_attention, moa_attention
+from .inventory_ownvlm import attention_indexer
 from .inventory_recurrent import state_mixer
 from .inventory_ssm import mamba1_mixer
 from .tensor_builder import Builder as _Builder
@@ -108,6 +109,8 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         b.norm(f"{a}.k_norm", kv_out, i, part, False)
     if arch.attention_sinks:
         b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
+    if spec.indexer is not None:
+        attention_indexer(b, spec, a, h, part)
 
 
 def _dsa_indexer(b: _Builder, arch: Architecture, spec: LayerSpec, a: str, q_lora_rank: int, part: str) -> None:

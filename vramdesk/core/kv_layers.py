@@ -172,6 +172,22 @@ class MLAAttentionSpec(AttentionSpec):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IndexedAttentionSpec(FullAttentionSpec):
+    """A full-attention layer with a sparse-attention indexer beside it (MiniMax-M3's sparse layers): its K and V
+    and one index key of ``indexer_key`` per token. transformers' MiniMaxM3VLSparseCacheLayer concatenates the
+    keys (``idx_keys``) beside the layer's K and V; vLLM's MiniMaxM3IndexerCache keeps them in a side cache of
+    their own (one head of index_head_dim per token, BF16 by default), which this counts at the KV dtype."""
+
+    indexer_key: int
+
+    def elements_per_token(self, rule: KvRule) -> int:
+        return self.n_kv_heads * (self.head_dim + self.v_head_dim) + self.indexer_key
+
+    def describe(self, n: int, rule: KvRule) -> Text:
+        return join(" ", AttentionSpec.describe(self, n, rule), MLA_INDEXER(dim=self.indexer_key))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LinearAttentionSpec(KvLayerSpec):
     """Linear attention or a Mamba-2 mixer (Gated DeltaNet, Mamba-2; vLLM's ``MambaSpec``): no per-token KV, a
     constant state per sequence."""
@@ -235,6 +251,14 @@ def kv_layer(layer: LayerSpec) -> KvLayerSpec:
             n_heads=layer.n_heads,
             mla=layer.mla,
             indexer_key=layer.indexer.head_dim if layer.indexer is not None else 0,
+        )
+    if kind == AttentionKind.FULL and layer.indexer is not None:
+        return IndexedAttentionSpec(
+            kind=kind.value,
+            n_kv_heads=layer.n_kv_heads,
+            head_dim=layer.head_dim,
+            v_head_dim=layer.v_head_dim,
+            indexer_key=layer.indexer.head_dim,
         )
     spec = _ATTENTION_SPECS[kind]
     return spec(

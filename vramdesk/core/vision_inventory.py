@@ -11,6 +11,7 @@ from .architecture import VisionSpec
 from .tensor_builder import Builder as _Builder
 from .vision_towers_clip import CLIP_TOWERS
 from .vision_towers_gemma import gemma4_tower
+from .vision_towers_own import OWN_TOWERS
 
 
 def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
@@ -99,6 +100,7 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     # CLIP, SigLIP (Gemma 3, LLaVA-OneVision, PaliGemma, Idefics3), Pixtral and InternViT (vision_towers_clip.py)
     **CLIP_TOWERS,
     "gemma4": gemma4_tower,
+    **OWN_TOWERS,
 }
 
 

@@ -47,6 +47,17 @@ from .mlamoe import _mla_moe
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 from .moe2 import _afmoe, _ernie4_5_moe, _exaone_moe, _hy_v3, _jetmoe, _laguna, _minimax, _solar_open
 from .multimodal import _qwen2_5_vl, _qwen3_vl
+from .ownvlm import (
+    _exaone4_5,
+    _glm4v,
+    _glm4v_moe,
+    _kimi_k25,
+    _minimax_m3,
+    _persimmon,
+    _qwen2_5_omni,
+    _qwen2_vl,
+    _qwen3_omni_moe,
+)
 from .recurrent import _kimi_linear, _lfm2
 from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
 from .unknown import from_headers
@@ -155,6 +166,17 @@ _READERS: dict[str, Reader] = {
     # Gemma 4, Gemma 4 Unified and Gemma 3n (gemma4.py); text-only checkpoints are named as gemma4_text
     "gemma4": _gemma4,
     "gemma4_text": _gemma4,
+    # vision-language models with towers of their own (ownvlm.py)
+    "qwen2_vl": _qwen2_vl,
+    "glm4v": _glm4v,
+    "glm4v_moe": _glm4v_moe,
+    "kimi_k25": _kimi_k25,
+    "minimax_m3": _minimax_m3,
+    "qwen2_5_omni": _qwen2_5_omni,
+    "qwen3_omni_moe": _qwen3_omni_moe,
+    "persimmon": _persimmon,
+    "exaone4_5": _exaone4_5,
+    "youtu": _deepseek,
 }
 
 

@@ -165,7 +165,11 @@ def _text(c: _Cfg, outer: Mapping[str, Any], fam: Family, default_text: str) -> 
     merged = {**TEXT_DEFAULTS.get(text_type, {}), **c.d}
     outer_tie = outer.get("tie_word_embeddings")
     if isinstance(outer_tie, bool):
-        merged["tie_word_embeddings"] = outer_tie or merged.get("tie_word_embeddings") is True
+        # LlavaConfig.__post_init__ (and its kin): an outer False takes the text config's own True (read from the
+        # text config as published: fields._text_and_outer has already put the outer value in ``c``)
+        raw = outer.get("text_config")
+        text_tie = isinstance(raw, Mapping) and raw.get("tie_word_embeddings") is True
+        merged["tie_word_embeddings"] = outer_tie or text_tie
     text_fam = family_for_model_type(text_type)
     reader = _TEXT_READERS.get(text_fam.reader) if text_fam is not None else None
     arch = (reader or _llama_like)(_Cfg(merged, c.model_type), outer, text_type, fam)

@@ -33,6 +33,7 @@ from .fields import (
     _lenient_int,
 )
 from .mla import dsa_indexers
+from .tower_presence import missing_tower
 from .vision import qwen3_vl_tower
 
 TOP_K_ABOVE_EXPERTS = Message(
@@ -341,6 +342,7 @@ def _llama4(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archit
         qkv_bias=c.bool("attention_bias", default=False),
         o_bias=c.bool("attention_bias", default=False),
         vision=vision,
+        warnings=missing_tower(outer, c.model_type),
         sources={"attention kinds": "no_rope_layers (RoPE layers use attention_chunk_size)"},
         **_common(c, outer, fam),
     )

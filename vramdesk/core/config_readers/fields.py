@@ -244,13 +244,17 @@ def _nested_defaults(outer: Mapping[str, Any], text: Mapping[str, Any]) -> dict[
 def _text_and_outer(config: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(text config, outer config): the nested ``text_config`` of a multimodal model, with the outer
     fields it inherits and its sub-config class's defaults (:data:`NESTED_TEXT_DEFAULTS`) for the fields it
-    leaves out, or the config itself twice."""
+    leaves out, or the config itself twice. The outer ``tie_word_embeddings``, where set, wins over the nested
+    one: transformers 5 ties the head by the model's own config (``PreTrainedModel.get_expanded_tied_weights_keys``
+    reads ``self.config``), so Qwen3VLMoeConfig's False beside its text sub-config's default True unties it."""
     if not isinstance(config, Mapping):
         raise ConfigError(NOT_OBJECT())
     outer = dict(config)
     text = outer.get("text_config")
     if isinstance(text, Mapping):
         merged = {**_inherited(outer), **text}
+        if outer.get("tie_word_embeddings") is not None:
+            merged["tie_word_embeddings"] = outer["tie_word_embeddings"]
         merged.update(_nested_defaults(outer, merged))
         return merged, outer
     return outer, outer
