@@ -50,7 +50,8 @@ from vramdesk.validation_text import validation_text
 LANG = "zh_CN"
 CAT = default_catalog()
 AREAS = ("input.", "config.", "format.", "gguf.", "checkpoint.", "quant.", "family.", "pydantic.")
-#: words kept as they are in Chinese: formats, libraries, JSON's literals and escapes, Python's type names
+#: words kept as they are in Chinese: formats, libraries, model and function names, JSON's literals and escapes,
+#: Python's type names
 NAMES = {
     "JSON",
     "safetensors",
@@ -66,7 +67,9 @@ NAMES = {
     "gemv",
     "ipex",
     "Llama",
+    "Mamba",
     "RMSNorm",
+    "softmax",
     "vramdesk",
     "ID",
     "weights",
@@ -276,6 +279,31 @@ def _config_errors() -> list[Text]:
         _with(LLAMA, model_type="minimax_m3", moe_layer_freq=[1]),
         _with(LLAMA, model_type="minimax_m3", mlp_layer_types=["moe"] * 4),
         _with(LLAMA, model_type="minimax_m3", sparse_attention_config=[1]),
+        # --- ssm --- Mamba-2 heads x head_dim short of expand x hidden; Granite 4.0-H layer_types with an unknown
+        # kind, of the wrong length; Bamba attn_layer_indices past the last layer
+        {"model_type": "mamba2", "hidden_size": 256, "num_hidden_layers": 2, "num_heads": 8, "head_dim": 32},
+        _with(LLAMA, model_type="granitemoehybrid", layer_types=["mamba", "attention", "mamba", "cross_attention"]),
+        _with(LLAMA, model_type="granitemoehybrid", layer_types=["mamba", "attention"]),
+        _with(LLAMA, model_type="bamba", mamba_n_heads=16, mamba_d_head=64, mamba_d_state=16, attn_layer_indices=[4]),
+        # --- recurrent --- LFM2 layer_types not strings, of the wrong length, with an unknown kind; full_attn_idxs past
+        # the last layer; a negative block_ffn_dim_multiplier; Kimi Linear's 1-based layer lists past the last layer,
+        # leaving a layer without a kind
+        _with(LLAMA, model_type="lfm2", layer_types=[0, 1, 0, 1]),
+        _with(LLAMA, model_type="lfm2", layer_types=["conv", "full_attention"]),
+        _with(LLAMA, model_type="lfm2", layer_types=["conv", "conv", "mamba", "full_attention"]),
+        _with(LLAMA, model_type="lfm2", full_attn_idxs=[1, 4]),
+        _with(LLAMA, model_type="lfm2", block_ffn_dim_multiplier=-1.5),
+        _with(LLAMA, model_type="kimi_linear", linear_attn_config={"full_attn_layers": [5], "kda_layers": [1, 2, 3]}),
+        _with(LLAMA, model_type="kimi_linear", linear_attn_config={"full_attn_layers": [4], "kda_layers": [1, 2]}),
+        # --- dense2 --- GPT-Neo attention_types with a kind neither global nor local, describing too few layers; MPT
+        # attn_config not an object, with an unknown attn_type
+        _with(LLAMA, model_type="gpt_neo", attention_types=[[["global", "sliding"], 2]]),
+        _with(LLAMA, model_type="gpt_neo", attention_types=[[["global", "local"], 1]]),
+        _with(LLAMA, model_type="mpt", attn_config="flash"),
+        _with(LLAMA, model_type="mpt", attn_config={"attn_type": "sliding_attention"}),
+        # --- moe2 --- Laguna num_attention_heads_per_layer of the wrong length; MiniMax attn_type_list with a 2
+        _with(LLAMA, model_type="laguna", num_attention_heads_per_layer=[8, 8]),
+        _with(LLAMA, model_type="minimax", attn_type_list=[1, 0, 1, 2]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]
@@ -296,6 +324,17 @@ def _config_errors() -> list[Text]:
     scout_text = {k: v for k, v in scout.items() if k != "vision_config"}
     out += normalize(scout_text).warnings
     out += normalize(_with(LLAMA, model_type="minimax_m3", num_nextn_predict_layers=1)).warnings
+    # --- clipvlm --- LLaVA's original flat config (no text_config, no vision_config), one without vision_config, and
+    # a text model its own reader does not read inside a VLM (StarCoder 2, read as a Llama-style decoder)
+    llava: list[dict[str, Any]] = [
+        _with(LLAMA, model_type="llava"),
+        {"model_type": "llava", "text_config": LLAMA},
+        {"model_type": "llava", "text_config": _with(LLAMA, model_type="starcoder2"), "vision_config": {}},
+    ]
+    for config, note in zip(llava, ("no_sub_configs", "no_sub_configs", "text_as_llama"), strict=True):
+        (warning,) = normalize(config).warnings
+        assert isinstance(warning, Text) and warning.id == f"config.vlm.{note}", warning
+        out.append(warning)
     return out
 
 

@@ -49,6 +49,10 @@ def _gpt_neo_kinds(c: _Cfg, n_layers: int) -> list[str]:
         for item in spec
     ):
         raise ConfigError(NOT_LIST(model_type=c.model_type, key="attention_types"))
+    # (the count is checked before the pairs are spelled out: a huge repeat count is refused, not allocated)
+    total = sum(len(names) * times for names, times in spec)
+    if total != n_layers:
+        raise ConfigError(GPT_NEO_LAYERS_COUNT(model_type=c.model_type, entries=total, layers=n_layers))
     for names, times in spec:
         kinds.extend(list(names) * times)
     for name in kinds:

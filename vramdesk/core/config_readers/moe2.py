@@ -281,7 +281,7 @@ def _minimax_layer_types(c: _Cfg, n_layers: int) -> tuple[_Cfg, str]:
             raise ConfigError(NOT_LIST(model_type=c.model_type, key="attn_type_list"))
         names = {0: "linear_attention", 1: "full_attention"}
         for t in raw:
-            if isinstance(t, bool) or t not in names:
+            if isinstance(t, bool) or not isinstance(t, int) or t not in names:
                 raise ConfigError(ATTN_TYPE_UNKNOWN(model_type=c.model_type, value=t))
         types, src = [names[t] for t in raw], "attn_type_list (0 lightning, 1 softmax)"
     else:

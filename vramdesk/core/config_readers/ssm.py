@@ -217,7 +217,7 @@ def _bamba(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archite
     if not isinstance(raw, list):
         raise ConfigError(NOT_LIST(model_type=c.model_type, key="attn_layer_indices"))
     for index in raw:
-        if not isinstance(index, int) or not 0 <= index < n:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
             raise ConfigError(ATTN_INDEX(model_type=c.model_type, index=index, layers=n))
     kinds = ["attention" if i in raw else "mamba" for i in range(n)]
     layers = _hybrid_layers(c, kinds, mixer, [None] * n, c.int("intermediate_size"))
@@ -269,7 +269,7 @@ def _granite_kinds(c: _Cfg, n: int) -> tuple[list[str], str]:
         raise ConfigError(LAYER_KIND_COUNT(model_type=c.model_type, key=key, entries=len(raw), layers=n))
     kinds = []
     for name in raw:
-        if name not in _GRANITE_KINDS:
+        if not isinstance(name, str) or name not in _GRANITE_KINDS:
             raise ConfigError(LAYER_KIND_UNKNOWN(model_type=c.model_type, name=name, key=key))
         kinds.append(_GRANITE_KINDS[name])
     return kinds, key
