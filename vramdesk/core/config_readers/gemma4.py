@@ -77,7 +77,7 @@ def _overrides(c: _Cfg, n_layers: int) -> dict[int, Mapping[str, Any]] | None:
         raise ConfigError(PER_LAYER_CONFIG_BAD(model_type=c.model_type, key="per_layer_config", layers=n_layers))
     out: dict[int, Mapping[str, Any]] = {}
     for key, value in raw.items():
-        idx = int(key) if str(key).isdigit() else -1
+        idx = int(key) if str(key).isascii() and str(key).isdigit() else -1
         if not 0 <= idx < n_layers or not isinstance(value, Mapping):
             raise ConfigError(PER_LAYER_CONFIG_BAD(model_type=c.model_type, key=key, layers=n_layers))
         for field in value:
