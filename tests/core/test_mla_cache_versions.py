@@ -95,3 +95,18 @@ def test_sparse_attention_models_and_kimi_linear_cache_the_latent_later(
         else lay.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
     )
     assert _kv_per_token(config, version) == len(mla_layers) * per_layer * 2 + indexer
+
+
+@pytest.mark.parametrize("config", [DEEPSEEK_V3, CAT.config("Qwen/Qwen3-4B")], ids=["mla", "no-mla"])
+def test_the_latent_copy_kept_per_model_goes_with_the_model(config: dict[str, Any]) -> None:
+    import gc
+    import weakref
+
+    facts = model_facts(config, "test/mla")
+    _kv_per_token(config, "5.x")
+    scenario = Scenario.model_validate({"model": {"id": "test/mla"}, "workload": {"kind": "inference"}})
+    estimate(scenario, facts)
+    ref = weakref.ref(facts.arch)
+    del facts
+    gc.collect()
+    assert ref() is None

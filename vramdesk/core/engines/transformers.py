@@ -414,23 +414,28 @@ _MLA_EXPANDED = frozenset({"<=4.35", "4.36-4.44", ">=4.45", "5.0-5.14"})
 
 
 def _mla_latent_arch(arch: Architecture, version: str) -> Architecture:
-    """``arch`` with its MLA layers caching the latent where the release ``version`` does (the others unchanged)."""
-    if version in _MLA_EXPANDED or not any(layer.mla is not None for layer in arch.layers):
+    """``arch`` with its MLA layers caching the latent where the release ``version`` does (the others unchanged);
+    kept per model and release (an estimate asks again at every setting change)."""
+    if version in _MLA_EXPANDED:
         return arch
+    # (the memo keeps None for "unchanged": a value holding ``arch`` itself would keep it alive for ever)
+    latent = derived(arch, ("latent MLA cache", version), lambda: _with_latent_mla(arch, version))
+    return arch if latent is None else latent
+
+
+def _with_latent_mla(arch: Architecture, version: str) -> Architecture | None:
+    if not any(layer.mla is not None for layer in arch.layers):
+        return None
     late = arch.model_type == "kimi_linear" or any(layer.indexer is not None for layer in arch.layers)
     if version == "5.15-5.17" and late:
-        return arch  # (Kimi Linear caches the latent from 5.17: the band counts the expanded K and V, the larger)
-
-    def latent() -> Architecture:
-        layers = tuple(
-            lay.model_copy(update={"mla": lay.mla.model_copy(update={"latent_cache": True})})
-            if lay.mla is not None
-            else lay
-            for lay in arch.layers
-        )
-        return arch.model_copy(update={"layers": layers})
-
-    return derived(arch, ("latent MLA cache", version), latent)
+        return None  # (Kimi Linear caches the latent from 5.17: the band counts the expanded K and V, the larger)
+    layers = tuple(
+        lay.model_copy(update={"mla": lay.mla.model_copy(update={"latent_cache": True})})
+        if lay.mla is not None
+        else lay
+        for lay in arch.layers
+    )
+    return arch.model_copy(update={"layers": layers})
 
 
 def transformers_run(ctx: Context) -> EngineRun:
