@@ -29,6 +29,9 @@ _SMALL: dict[str, Any] = {
     "vocab_size": 1000,
 }
 
+#: a one-layer SigLIP tower for the VLM samples
+_TOWER: dict[str, Any] = {"num_hidden_layers": 1, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4}
+
 #: records the catalog has no config for: hand-written configs with their geometry (small, to stay fast)
 _LEGACY: dict[str, dict[str, Any]] = {
     "qwen": QWEN7B,
@@ -492,6 +495,25 @@ _LEGACY: dict[str, dict[str, Any]] = {
     },
     "gpt_neox_japanese": {**_SMALL, "model_type": "gpt_neox_japanese"},
     "jais2": {**_SMALL, "model_type": "jais2"},
+    # --- vlm3: DeepSeek-VL, DeepSeek-VL hybrid, Janus (config_readers/vlm3.py; oracle checks in
+    # tests/core/test_families_vlm3.py)
+    "deepseek_vl": {
+        "model_type": "deepseek_vl",
+        "text_config": {**_SMALL, "model_type": "llama"},
+        "vision_config": _TOWER,
+    },
+    "deepseek_vl_hybrid": {
+        "model_type": "deepseek_vl_hybrid",
+        "text_config": {**_SMALL, "model_type": "llama"},
+        "vision_config": _TOWER,
+        "high_res_vision_config": {"num_hidden_layers": 2, "hidden_size": 64, "global_attn_indexes": [1]},
+    },
+    "janus": {
+        "model_type": "janus",
+        "text_config": {**_SMALL, "model_type": "llama"},
+        "vision_config": {"num_hidden_layers": 1, "hidden_size": 64, "image_size": 64},
+        "vq_config": {"base_channels": 32, "channel_multiplier": [1, 2], "num_embeddings": 64},
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

@@ -304,6 +304,8 @@ def _config_errors() -> list[Text]:
         # --- moe2 --- Laguna num_attention_heads_per_layer of the wrong length; MiniMax attn_type_list with a 2
         _with(LLAMA, model_type="laguna", num_attention_heads_per_layer=[8, 8]),
         _with(LLAMA, model_type="minimax", attn_type_list=[1, 0, 1, 2]),
+        # --- vlm3 --- Janus channel_multiplier not a list
+        {"model_type": "janus", "text_config": LLAMA, "vq_config": {"channel_multiplier": 4}},
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

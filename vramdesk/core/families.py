@@ -90,6 +90,7 @@ from .families_moe import (
     SOLAR_OPEN,
 )
 from .families_vlm import IDEFICS3_VLM, LLAVA_VLM
+from .families_vlm3 import DEEPSEEK_VL, DEEPSEEK_VL_HYBRID, JANUS
 from .families_vlm_own import (
     EXAONE4_5,
     FUYU,
@@ -195,6 +196,9 @@ FAMILIES: Mapping[str, Family] = {
         FUYU,
         EXAONE4_5,
         YOUTU,
+        DEEPSEEK_VL,
+        DEEPSEEK_VL_HYBRID,
+        JANUS,
     )
 }
 
@@ -247,6 +251,8 @@ __all__ = [
     "DEEPSEEK_DSA",
     "DEEPSEEK_V2",
     "DEEPSEEK_V3",
+    "DEEPSEEK_VL",
+    "DEEPSEEK_VL_HYBRID",
     "ERNIE4_5_MOE",
     "EXAONE4",
     "EXAONE4_5",
@@ -278,6 +284,7 @@ __all__ = [
     "IDEFICS3_VLM",
     "JAIS2",
     "JAMBA",
+    "JANUS",
     "JETMOE",
     "KIMI_K25",
     "KIMI_LINEAR",

@@ -12,6 +12,7 @@ from .tensor_builder import Builder as _Builder
 from .vision_towers_clip import CLIP_TOWERS
 from .vision_towers_gemma import gemma4_tower
 from .vision_towers_own import OWN_TOWERS
+from .vision_towers_vlm3 import VLM3_TOWERS
 
 
 def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
@@ -101,6 +102,7 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     **CLIP_TOWERS,
     "gemma4": gemma4_tower,
     **OWN_TOWERS,
+    **VLM3_TOWERS,
 }
 
 

@@ -72,6 +72,12 @@ def _clip(b: Builder, v: VisionSpec) -> None:
 
 
 def _siglip(b: Builder, v: VisionSpec) -> None:
+    siglip_tower(b, v)
+    _projector(b, v)
+
+
+def siglip_tower(b: Builder, v: VisionSpec) -> None:
+    """SigLIP's tower alone, under each of ``details["prefix"]`` (its head with ``details["head"]``)."""
     h, inter, ch = v.hidden, v.intermediate, _detail_int(v, "num_channels")
     for p in _prefixes(v):
         b.add(
@@ -91,7 +97,6 @@ def _siglip(b: Builder, v: VisionSpec) -> None:
             b.norm(f"{p}.head.layernorm", h, None, _PART, True)
             b.linear(f"{p}.head.mlp.fc1", inter, h, "vision", None, _PART, True)
             b.linear(f"{p}.head.mlp.fc2", h, inter, "vision", None, _PART, True)
-    _projector(b, v)
 
 
 def _pixtral(b: Builder, v: VisionSpec) -> None:

@@ -61,6 +61,7 @@ from .ownvlm import (
 from .recurrent import _kimi_linear, _lfm2
 from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
 from .unknown import from_headers
+from .vlm3 import _deepseek_vl, _deepseek_vl_hybrid, _janus
 
 UNSUPPORTED_MODEL_TYPE = Message(
     "config.unsupported_model_type",
@@ -177,6 +178,10 @@ _READERS: dict[str, Reader] = {
     "persimmon": _persimmon,
     "exaone4_5": _exaone4_5,
     "youtu": _deepseek,
+    # --- vlm3: DeepSeek-VL, DeepSeek-VL hybrid, Janus (vlm3.py)
+    "deepseek_vl": _deepseek_vl,
+    "deepseek_vl_hybrid": _deepseek_vl_hybrid,
+    "janus": _janus,
 }
 
 
