@@ -514,6 +514,56 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "vision_config": {"num_hidden_layers": 1, "hidden_size": 64, "image_size": 64},
         "vq_config": {"base_channels": 32, "channel_multiplier": [1, 2], "num_embeddings": 64},
     },
+    # --- vlm2: SigLIP / SigLIP 2 / Idefics-style vision-language models (config_readers/vlm2.py; oracle checks in
+    # tests/core/test_families_vlm2.py)
+    "shieldgemma2": {
+        "model_type": "shieldgemma2",
+        "text_config": {**_SMALL, "model_type": "gemma3_text", "head_dim": 64, "sliding_window": 128},
+        "vision_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+        },
+    },
+    "idefics2": {
+        "model_type": "idefics2",
+        "text_config": {**_SMALL, "model_type": "mistral", "num_key_value_heads": 2},
+        "vision_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+        },
+        "perceiver_config": {"resampler_depth": 1, "resampler_n_latents": 8},
+    },
+    "lfm2_vl": {
+        "model_type": "lfm2_vl",
+        "text_config": {
+            **_SMALL,
+            "model_type": "lfm2",
+            "num_key_value_heads": 2,
+            "layer_types": ["conv", "full_attention"],
+        },
+        "vision_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+        },
+        "projector_hidden_size": 128,
+    },
+    "cohere2_vision": {
+        "model_type": "cohere2_vision",
+        "text_config": {**_SMALL, "model_type": "cohere2", "sliding_window": 128},
+        "vision_config": {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 4,
+        },
+        "alignment_intermediate_size": 256,
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

@@ -90,6 +90,7 @@ from .families_moe import (
     SOLAR_OPEN,
 )
 from .families_vlm import IDEFICS3_VLM, LLAVA_VLM
+from .families_vlm2 import COHERE2_VISION, IDEFICS2_VLM, LFM2_VL, SHIELDGEMMA2
 from .families_vlm3 import DEEPSEEK_VL, DEEPSEEK_VL_HYBRID, JANUS
 from .families_vlm_own import (
     EXAONE4_5,
@@ -199,6 +200,10 @@ FAMILIES: Mapping[str, Family] = {
         DEEPSEEK_VL,
         DEEPSEEK_VL_HYBRID,
         JANUS,
+        SHIELDGEMMA2,
+        IDEFICS2_VLM,
+        LFM2_VL,
+        COHERE2_VISION,
     )
 }
 
@@ -248,6 +253,7 @@ __all__ = [
     "BLOOM",
     "CODEGEN",
     "COHERE",
+    "COHERE2_VISION",
     "DEEPSEEK_DSA",
     "DEEPSEEK_V2",
     "DEEPSEEK_V3",
@@ -281,6 +287,7 @@ __all__ = [
     "GRANITEMOE",
     "GRANITEMOEHYBRID",
     "HY_V3",
+    "IDEFICS2_VLM",
     "IDEFICS3_VLM",
     "JAIS2",
     "JAMBA",
@@ -290,6 +297,7 @@ __all__ = [
     "KIMI_LINEAR",
     "LAGUNA",
     "LFM2",
+    "LFM2_VL",
     "LLAMA",
     "LLAMA4",
     "LLAVA_VLM",
@@ -323,6 +331,7 @@ __all__ = [
     "QWEN3_VL",
     "QWEN_HYBRID",
     "SARVAM_MLA",
+    "SHIELDGEMMA2",
     "SOLAR_OPEN",
     "STABLELM",
     "STARCODER2",

@@ -71,32 +71,42 @@ def _clip(b: Builder, v: VisionSpec) -> None:
     _projector(b, v)
 
 
-def _siglip(b: Builder, v: VisionSpec) -> None:
-    siglip_tower(b, v)
-    _projector(b, v)
+def siglip_patch_embedding(b: Builder, p: str, v: VisionSpec) -> None:
+    """SiglipVisionEmbeddings under ``p``: a biased patch convolution and a position table of one row per patch."""
+    h, ch = v.hidden, _detail_int(v, "num_channels")
+    b.add(f"{p}.embeddings.patch_embedding.weight", (h, ch, v.patch_size, v.patch_size), "vision_other", None, _PART)
+    b.add(f"{p}.embeddings.patch_embedding.bias", (h,), "bias", None, _PART)
+    b.add(f"{p}.embeddings.position_embedding.weight", (_patches(v), h), "vision_other", None, _PART)
+
+
+def siglip_encoder(b: Builder, p: str, v: VisionSpec) -> None:
+    """What follows SigLIP's (and SigLIP 2's) embeddings under ``p``: the encoder, ``post_layernorm`` and, with
+    ``details["head"]``, the attention-pooling head."""
+    h, inter = v.hidden, v.intermediate
+    clip_encoder(b, f"{p}.encoder", v)
+    b.norm(f"{p}.post_layernorm", h, None, _PART, True)
+    if int(v.details.get("head", 0)):
+        # SiglipMultiheadAttentionPoolingHead: a learned probe, nn.MultiheadAttention (packed in_proj), a
+        # LayerNorm and the encoder's MLP
+        b.add(f"{p}.head.probe", (1, 1, h), "vision_other", None, _PART)
+        b.add(f"{p}.head.attention.in_proj_weight", (3 * h, h), "vision", None, _PART)
+        b.add(f"{p}.head.attention.in_proj_bias", (3 * h,), "bias", None, _PART)
+        b.linear(f"{p}.head.attention.out_proj", h, h, "vision", None, _PART, True)
+        b.norm(f"{p}.head.layernorm", h, None, _PART, True)
+        b.linear(f"{p}.head.mlp.fc1", inter, h, "vision", None, _PART, True)
+        b.linear(f"{p}.head.mlp.fc2", h, inter, "vision", None, _PART, True)
 
 
 def siglip_tower(b: Builder, v: VisionSpec) -> None:
     """SigLIP's tower alone, under each of ``details["prefix"]`` (its head with ``details["head"]``)."""
-    h, inter, ch = v.hidden, v.intermediate, _detail_int(v, "num_channels")
     for p in _prefixes(v):
-        b.add(
-            f"{p}.embeddings.patch_embedding.weight", (h, ch, v.patch_size, v.patch_size), "vision_other", None, _PART
-        )
-        b.add(f"{p}.embeddings.patch_embedding.bias", (h,), "bias", None, _PART)
-        b.add(f"{p}.embeddings.position_embedding.weight", (_patches(v), h), "vision_other", None, _PART)
-        clip_encoder(b, f"{p}.encoder", v)
-        b.norm(f"{p}.post_layernorm", h, None, _PART, True)
-        if int(v.details.get("head", 0)):
-            # SiglipMultiheadAttentionPoolingHead: a learned probe, nn.MultiheadAttention (packed in_proj), a
-            # LayerNorm and the encoder's MLP
-            b.add(f"{p}.head.probe", (1, 1, h), "vision_other", None, _PART)
-            b.add(f"{p}.head.attention.in_proj_weight", (3 * h, h), "vision", None, _PART)
-            b.add(f"{p}.head.attention.in_proj_bias", (3 * h,), "bias", None, _PART)
-            b.linear(f"{p}.head.attention.out_proj", h, h, "vision", None, _PART, True)
-            b.norm(f"{p}.head.layernorm", h, None, _PART, True)
-            b.linear(f"{p}.head.mlp.fc1", inter, h, "vision", None, _PART, True)
-            b.linear(f"{p}.head.mlp.fc2", h, inter, "vision", None, _PART, True)
+        siglip_patch_embedding(b, p, v)
+        siglip_encoder(b, p, v)
+
+
+def _siglip(b: Builder, v: VisionSpec) -> None:
+    siglip_tower(b, v)
+    _projector(b, v)
 
 
 def _pixtral(b: Builder, v: VisionSpec) -> None:

@@ -61,6 +61,7 @@ from .ownvlm import (
 from .recurrent import _kimi_linear, _lfm2
 from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
 from .unknown import from_headers
+from .vlm2 import _cohere2_vision, _idefics2, _lfm2_vl, _shieldgemma2
 from .vlm3 import _deepseek_vl, _deepseek_vl_hybrid, _janus
 
 UNSUPPORTED_MODEL_TYPE = Message(
@@ -182,6 +183,11 @@ _READERS: dict[str, Reader] = {
     "deepseek_vl": _deepseek_vl,
     "deepseek_vl_hybrid": _deepseek_vl_hybrid,
     "janus": _janus,
+    # --- vlm2: SigLIP / SigLIP 2 / Idefics-style vision-language models (vlm2.py)
+    "shieldgemma2": _shieldgemma2,
+    "idefics2": _idefics2,
+    "lfm2_vl": _lfm2_vl,
+    "cohere2_vision": _cohere2_vision,
 }
 
 
