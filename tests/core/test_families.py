@@ -564,6 +564,23 @@ _LEGACY: dict[str, dict[str, Any]] = {
         },
         "alignment_intermediate_size": 256,
     },
+    "zamba": {
+        **_SMALL,
+        "model_type": "zamba",
+        "num_hidden_layers": 3,
+        "n_mamba_heads": 2,
+        "mamba_dt_rank": 32,
+        "layers_block_type": ["mamba", "hybrid", "hybrid"],
+    },
+    "zamba2": {
+        **_SMALL,
+        "model_type": "zamba2",
+        "num_hidden_layers": 3,
+        "n_mamba_heads": 8,
+        "adapter_rank": 32,
+        "use_shared_attention_adapter": True,
+        "layers_block_type": ["mamba", "hybrid", "hybrid"],
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

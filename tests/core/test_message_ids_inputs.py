@@ -306,6 +306,8 @@ def _config_errors() -> list[Text]:
         _with(LLAMA, model_type="minimax", attn_type_list=[1, 0, 1, 2]),
         # --- vlm3 --- Janus channel_multiplier not a list
         {"model_type": "janus", "text_config": LLAMA, "vq_config": {"channel_multiplier": 4}},
+        # --- ssm2 --- a Zamba2 layers_block_type without a hybrid layer
+        _with(LLAMA, model_type="zamba2", num_hidden_layers=2, layers_block_type=["mamba", "mamba"]),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

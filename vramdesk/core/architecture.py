@@ -264,6 +264,9 @@ class Mamba1Spec(_Frozen):
     inner_norms: bool = False
     #: dtype of the SSM state in vLLM (``mamba_ssm_cache_dtype``); None: the model's dtype ("auto")
     state_dtype: str | None = None
+    #: Zamba's ``n_mamba_heads``: x_proj and dt_proj are one stacked parameter per head (``x_proj_weight``,
+    #: ``dt_proj_weight``, ``dt_proj_bias``), A_log and D are (heads, head_dim, ...); 1: Mamba's nn.Linear layout
+    heads: int = 1
 
     @property
     def conv_dim(self) -> int:
@@ -288,6 +291,27 @@ class Mamba1Spec(_Frozen):
         kernel's fp32 scan buffer, the torch loop's fp32 ``discrete_A * state + deltaB_u``), and the cache's
         ``LinearAttentionLayer`` allocates ``zeros_like`` it."""
         return 4
+
+
+class SharedBlockSpec(_Frozen):
+    """One invocation of a Zamba / Zamba2 shared transformer block in a hybrid layer (transformers'
+    ``ZambaHybridLayer`` / ``Zamba2HybridLayer``): the block (attention over the hidden state concatenated with the
+    token embedding, then an MLP) is one set of weights for all the layers that call it, stored under the first
+    caller's ``shared_transformer`` (Zamba: ``shared_transf``); each caller has its own ``linear`` and Mamba
+    decoder, its own KV cache and, in Zamba2, its own low-rank adapters inside the block."""
+
+    #: which of the ``num_mem_blocks`` shared blocks this layer calls
+    block: int
+    #: the layer whose checkpoint names hold that block's weights (its first caller)
+    owner: int
+    #: this layer's number among the hybrid layers: its adapters' slot in the block's adapter lists
+    invocation: int
+    #: the attention's input width (``attention_hidden_size``: twice the hidden size)
+    input_width: int
+    #: Zamba2's ``adapter_rank`` for the MLP's gate_up adapters; 0: no adapters (Zamba)
+    adapter_rank: int = 0
+    #: Zamba2's ``use_shared_attention_adapter``: q / k / v adapters of the same rank
+    attn_adapters: bool = False
 
 
 class LayerSpec(_Frozen):
@@ -331,6 +355,9 @@ class LayerSpec(_Frozen):
     #: the values are the keys' projection (Gemma 4 ``attention_k_eq_v`` on global layers): no v_proj; the caches
     #: still hold K and V apart
     k_eq_v: bool = False
+    #: a Zamba / Zamba2 hybrid layer's call of a shared transformer block (``attention`` FULL, its Mamba mixer in
+    #: ``mamba`` / ``mamba1``): the block's weights are counted at its owner only
+    shared: SharedBlockSpec | None = None
 
 
 class VisionSpec(_Frozen):

@@ -89,6 +89,7 @@ from .families_moe import (
     SARVAM_MLA,
     SOLAR_OPEN,
 )
+from .families_ssm2 import ZAMBA, ZAMBA2
 from .families_vlm import IDEFICS3_VLM, LLAVA_VLM
 from .families_vlm2 import COHERE2_VISION, IDEFICS2_VLM, LFM2_VL, SHIELDGEMMA2
 from .families_vlm3 import DEEPSEEK_VL, DEEPSEEK_VL_HYBRID, JANUS
@@ -204,6 +205,8 @@ FAMILIES: Mapping[str, Family] = {
         IDEFICS2_VLM,
         LFM2_VL,
         COHERE2_VISION,
+        ZAMBA,
+        ZAMBA2,
     )
 }
 
@@ -337,6 +340,8 @@ __all__ = [
     "STARCODER2",
     "XGLM",
     "YOUTU",
+    "ZAMBA",
+    "ZAMBA2",
     "Family",
     "MlpKind",
     "MtpNames",

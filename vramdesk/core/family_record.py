@@ -160,6 +160,10 @@ class Family:
     #: it at the decoder-layer level, transformers renames it to mlp.post_mlp_layernorm); None: the family has none
     moe_output_norm: str | None = None
 
+    # -- shared transformer blocks (LayerSpec.shared: Zamba / Zamba2, config_readers/ssm2.py)
+    #: the shared block under its owner layer (Zamba: ``shared_transf``)
+    shared_block: str = "shared_transformer"
+
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:
             raise ValueError(f"family {self.name}: a {self.mlp} MLP names {_MLP_NAMES_PER_KIND[self.mlp]} projections")

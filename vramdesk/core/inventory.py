@@ -21,6 +21,7 @@ from .inventory_moe2 import lightning_attention, moa_attention
 from .inventory_ownvlm import attention_indexer
 from .inventory_recurrent import state_mixer
 from .inventory_ssm import mamba1_mixer
+from .inventory_ssm2 import shared_block_call
 from .tensor_builder import Builder as _Builder
 from .tensor_builder import Tensor
 from .vision_inventory import vision_tower
@@ -230,6 +231,9 @@ def _norms(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str
 
 
 def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, prefix: str, part: str) -> None:
+    if spec.shared is not None:
+        # a Zamba hybrid layer: its call of a shared block, then its Mamba decoder layer
+        spec, prefix = shared_block_call(b, arch, fam, spec, prefix, part)
     _attention(b, arch, fam, spec, prefix, part)
     _mlp(b, arch, fam, spec, prefix, part)
     _norms(b, arch, fam, spec, prefix, part)

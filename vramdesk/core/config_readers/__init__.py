@@ -60,6 +60,7 @@ from .ownvlm import (
 )
 from .recurrent import _kimi_linear, _lfm2
 from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
+from .ssm2 import _zamba, _zamba2
 from .unknown import from_headers
 from .vlm2 import _cohere2_vision, _idefics2, _lfm2_vl, _shieldgemma2
 from .vlm3 import _deepseek_vl, _deepseek_vl_hybrid, _janus
@@ -188,6 +189,9 @@ _READERS: dict[str, Reader] = {
     "idefics2": _idefics2,
     "lfm2_vl": _lfm2_vl,
     "cohere2_vision": _cohere2_vision,
+    # recurrent hybrids of the second round (ssm2.py)
+    "zamba": _zamba,
+    "zamba2": _zamba2,
 }
 
 
