@@ -581,6 +581,9 @@ _LEGACY: dict[str, dict[str, Any]] = {
         "use_shared_attention_adapter": True,
         "layers_block_type": ["mamba", "hybrid", "hybrid"],
     },
+    "doge": {**_SMALL, "model_type": "doge", "is_moe": True, "num_experts": 64, "num_experts_per_tok": 4},
+    "nanochat": {**_SMALL, "model_type": "nanochat"},
+    "apertus1p5": {"model_type": "apertus1p5", "text_config": {**_SMALL, "model_type": "apertus1p5_text"}},
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

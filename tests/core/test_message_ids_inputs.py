@@ -308,6 +308,12 @@ def _config_errors() -> list[Text]:
         {"model_type": "janus", "text_config": LLAMA, "vq_config": {"channel_multiplier": 4}},
         # --- ssm2 --- a Zamba2 layers_block_type without a hybrid layer
         _with(LLAMA, model_type="zamba2", num_hidden_layers=2, layers_block_type=["mamba", "mamba"]),
+        # --- dense3 --- an unknown model type with 2048 experts and no moe_intermediate_size (refused by the generic
+        # path); Doge's CDMoE routing more experts a token than it has
+        _with(LLAMA, model_type="foo_model", num_experts=2048, num_experts_per_tok=8),
+        _with(LLAMA, model_type="doge", is_moe=True, num_experts=16, num_experts_per_tok=32),
+        # an Apertus 1.5 head wider than its vocabulary
+        _with(LLAMA, model_type="apertus1p5_text", output_vocab_size=10**6),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

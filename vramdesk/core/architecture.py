@@ -445,6 +445,9 @@ class Architecture(_Frozen):
     details: dict[str, int | float | str] = Field(default_factory=dict)
     #: Gemma 3n / Gemma 4 parts outside the layer table (:class:`GemmaNSpec`); None for every other family
     gemma_n: GemmaNSpec | None = None
+    #: rows of the output head when it is pruned below the input vocabulary (Apertus 1.5's ``output_vocab_size``:
+    #: the text tokens only, the media codes are inputs); 0: ``vocab``
+    head_vocab: int = 0
 
     @property
     def n_layers(self) -> int:

@@ -72,6 +72,7 @@ from .families_dense import (
     STABLELM,
     XGLM,
 )
+from .families_dense3 import APERTUS1P5, DOGE, NANOCHAT
 from .families_gemma import GEMMA4, GEMMA4_TEXT
 from .families_hybrid import BAMBA, FALCON_H1, GRANITEMOEHYBRID, JAMBA, KIMI_LINEAR, LFM2, MAMBA, MAMBA2
 from .families_moe import (
@@ -207,6 +208,9 @@ FAMILIES: Mapping[str, Family] = {
         COHERE2_VISION,
         ZAMBA,
         ZAMBA2,
+        DOGE,
+        NANOCHAT,
+        APERTUS1P5,
     )
 }
 
@@ -248,6 +252,7 @@ def family_of(arch: Architecture) -> Family:
 __all__ = [
     "AFMOE",
     "APERTUS",
+    "APERTUS1P5",
     "ARCEE",
     "AXK1",
     "BAMBA",
@@ -262,6 +267,7 @@ __all__ = [
     "DEEPSEEK_V3",
     "DEEPSEEK_VL",
     "DEEPSEEK_VL_HYBRID",
+    "DOGE",
     "ERNIE4_5_MOE",
     "EXAONE4",
     "EXAONE4_5",
@@ -315,6 +321,7 @@ __all__ = [
     "MIXTRAL",
     "MODERNBERT_DECODER",
     "MPT",
+    "NANOCHAT",
     "NEMOTRON_H",
     "NEMOTRON_NAS",
     "OLMO2",

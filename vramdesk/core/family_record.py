@@ -163,6 +163,10 @@ class Family:
     # -- shared transformer blocks (LayerSpec.shared: Zamba / Zamba2, config_readers/ssm2.py)
     #: the shared block under its owner layer (Zamba: ``shared_transf``)
     shared_block: str = "shared_transformer"
+    # -- dense3
+    #: the model's RMSNorms have no weight (NanoChat's ``F.rms_norm(x, (dim,))``, HRM-Text's): no norm tensors in
+    #: its layers or after them
+    weightless_norms: bool = False
 
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from .architecture import Architecture, AttentionKind, LayerSpec
 from .families import Family, family_of
-from .inventory_dense2 import EXTRAS
+from .inventory_dense2 import EXTRAS as _DENSE2_EXTRAS
+from .inventory_dense3 import DENSE3_EXTRAS
 from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
 from .inventory_moe2 import lightning_attention, moa_attention
 from .inventory_ownvlm import attention_indexer
@@ -25,6 +26,8 @@ from .inventory_ssm2 import shared_block_call
 from .tensor_builder import Builder as _Builder
 from .tensor_builder import Tensor
 from .vision_inventory import vision_tower
+
+EXTRAS = {**_DENSE2_EXTRAS, **DENSE3_EXTRAS}
 
 
 def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
@@ -209,6 +212,8 @@ def _mlp(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, 
 
 
 def _norms(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
+    if fam.weightless_norms:
+        return
     lb = arch.norm == "layer"
     if arch.norms_per_layer == 4:
         # both sides of attention and of the MLP (Gemma 2 / 3, GLM-4)
@@ -262,13 +267,13 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
         b.norm("transformer.word_embeddings_layernorm", h, None, "text", True)
     for spec in arch.layers:
         _decoder_layer(b, arch, fam, spec, f"{fam.layers}.{spec.index}", "text")
-    if arch.final_norm:
+    if arch.final_norm and not fam.weightless_norms:
         b.norm(fam.final_norm, h, None, "text", arch.norm == "layer")
     if arch.gemma_n is not None:
         gemma_model_extras(b, arch, fam)
     head = fam.lm_head
     if not arch.tie_embeddings:
-        b.add(f"{head}.weight", (vocab, width), "lm_head")
+        b.add(f"{head}.weight", (arch.head_vocab or vocab, width), "lm_head")
         if arch.lm_head_bias:
             b.add(f"{head}.bias", (vocab,), "bias")
     if fam.extras is not None:

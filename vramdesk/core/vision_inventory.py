@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from .architecture import VisionSpec
 from .tensor_builder import Builder as _Builder
 from .vision_towers_clip import CLIP_TOWERS
+from .vision_towers_dense3 import DENSE3_TOWERS
 from .vision_towers_gemma import gemma4_tower
 from .vision_towers_own import OWN_TOWERS
 from .vision_towers_vlm2 import VLM2_TOWERS
@@ -105,6 +106,7 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     **OWN_TOWERS,
     **VLM3_TOWERS,
     **VLM2_TOWERS,
+    **DENSE3_TOWERS,
 }
 
 

@@ -38,6 +38,7 @@ from .dense2 import (
     _stablelm,
     _xglm,
 )
+from .dense3 import _apertus1p5, _doge, _nanochat, generic_config
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
 from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .gemma4 import _gemma4
@@ -192,6 +193,10 @@ _READERS: dict[str, Reader] = {
     # recurrent hybrids of the second round (ssm2.py)
     "zamba": _zamba,
     "zamba2": _zamba2,
+    # --- dense3: Doge, NanoChat, Apertus 1.5 (dense3.py)
+    "doge": _doge,
+    "nanochat": _nanochat,
+    "apertus1p5": _apertus1p5,
 }
 
 
@@ -229,8 +234,9 @@ def _unknown(c: _Cfg, outer: Mapping[str, Any], base: str, headers: HeaderInvent
             return from_headers(c, outer, headers)
         except ConfigError as err:
             unused = error_text(err)
+    generic = generic_config(c)
     try:
-        arch = _llama_like(c, outer, base, LLAMA)
+        arch = _llama_like(generic, outer, base, LLAMA)
     except ConfigError as err:
         if unused is not None:
             problem = UNSUPPORTED_WITH_HEADERS(model_type=c.model_type, headers=unused, error=error_text(err))
