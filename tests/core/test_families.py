@@ -584,6 +584,17 @@ _LEGACY: dict[str, dict[str, Any]] = {
     "doge": {**_SMALL, "model_type": "doge", "is_moe": True, "num_experts": 64, "num_experts_per_tok": 4},
     "nanochat": {**_SMALL, "model_type": "nanochat"},
     "apertus1p5": {"model_type": "apertus1p5", "text_config": {**_SMALL, "model_type": "apertus1p5_text"}},
+    "ernie4_5_vl_moe": {
+        "model_type": "ernie4_5_vl_moe",
+        "text_config": {
+            **_SMALL,
+            "moe_num_experts": 4,
+            "moe_k": 2,
+            "moe_intermediate_size": [128, 64],
+            "moe_num_shared_experts": 1,
+        },
+        "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2},
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)

@@ -358,6 +358,9 @@ class LayerSpec(_Frozen):
     #: a Zamba / Zamba2 hybrid layer's call of a shared transformer block (``attention`` FULL, its Mamba mixer in
     #: ``mamba`` / ``mamba1``): the block's weights are counted at its owner only
     shared: SharedBlockSpec | None = None
+    #: a second set of routed experts that only image and video tokens go through, beside ``moe`` (ERNIE 4.5 VL's
+    #: vision experts: their own router, ``moe_intermediate_size[1]`` wide); text tokens never touch them
+    vision_moe: MoeSpec | None = None
 
 
 class VisionSpec(_Frozen):

@@ -90,6 +90,7 @@ from .families_moe import (
     SARVAM_MLA,
     SOLAR_OPEN,
 )
+from .families_moe3 import ERNIE4_5_VL_MOE
 from .families_ssm2 import ZAMBA, ZAMBA2
 from .families_vlm import IDEFICS3_VLM, LLAVA_VLM
 from .families_vlm2 import COHERE2_VISION, IDEFICS2_VLM, LFM2_VL, SHIELDGEMMA2
@@ -211,6 +212,7 @@ FAMILIES: Mapping[str, Family] = {
         DOGE,
         NANOCHAT,
         APERTUS1P5,
+        ERNIE4_5_VL_MOE,
     )
 }
 
@@ -269,6 +271,7 @@ __all__ = [
     "DEEPSEEK_VL_HYBRID",
     "DOGE",
     "ERNIE4_5_MOE",
+    "ERNIE4_5_VL_MOE",
     "EXAONE4",
     "EXAONE4_5",
     "EXAONE_MOE",

@@ -19,6 +19,7 @@ from .inventory_dense2 import EXTRAS as _DENSE2_EXTRAS
 from .inventory_dense3 import DENSE3_EXTRAS
 from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
 from .inventory_moe2 import lightning_attention, moa_attention
+from .inventory_moe3 import vision_experts
 from .inventory_ownvlm import attention_indexer
 from .inventory_recurrent import state_mixer
 from .inventory_ssm import mamba1_mixer
@@ -241,6 +242,8 @@ def _decoder_layer(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec
         spec, prefix = shared_block_call(b, arch, fam, spec, prefix, part)
     _attention(b, arch, fam, spec, prefix, part)
     _mlp(b, arch, fam, spec, prefix, part)
+    if spec.vision_moe is not None:
+        vision_experts(b, arch, fam, spec, prefix, part)
     _norms(b, arch, fam, spec, prefix, part)
     if fam.extras is not None:
         EXTRAS[fam.extras].layer(b, arch, fam, spec, prefix, part)

@@ -12,6 +12,7 @@ from .tensor_builder import Builder as _Builder
 from .vision_towers_clip import CLIP_TOWERS
 from .vision_towers_dense3 import DENSE3_TOWERS
 from .vision_towers_gemma import gemma4_tower
+from .vision_towers_moe3 import MOE3_TOWERS
 from .vision_towers_own import OWN_TOWERS
 from .vision_towers_vlm2 import VLM2_TOWERS
 from .vision_towers_vlm3 import VLM3_TOWERS
@@ -107,6 +108,7 @@ TOWERS: Mapping[str, Callable[[_Builder, VisionSpec], None]] = {
     **VLM3_TOWERS,
     **VLM2_TOWERS,
     **DENSE3_TOWERS,
+    **MOE3_TOWERS,
 }
 
 

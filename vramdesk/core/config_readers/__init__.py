@@ -47,6 +47,7 @@ from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
 from .mlamoe import _mla_moe
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 from .moe2 import _afmoe, _ernie4_5_moe, _exaone_moe, _hy_v3, _jetmoe, _laguna, _minimax, _solar_open
+from .moe3 import _ernie4_5_vl_moe
 from .multimodal import _qwen2_5_vl, _qwen3_vl
 from .ownvlm import (
     _exaone4_5,
@@ -197,6 +198,8 @@ _READERS: dict[str, Reader] = {
     "doge": _doge,
     "nanochat": _nanochat,
     "apertus1p5": _apertus1p5,
+    # MoE and multimodal families of the third round (moe3.py)
+    "ernie4_5_vl_moe": _ernie4_5_vl_moe,
 }
 
 
