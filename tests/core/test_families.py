@@ -595,6 +595,24 @@ _LEGACY: dict[str, dict[str, Any]] = {
         },
         "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2},
     },
+    "deepseek_v4": {
+        "model_type": "deepseek_v4",
+        "hidden_size": 256,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "head_dim": 128,
+        "q_lora_rank": 64,
+        "o_groups": 2,
+        "o_lora_rank": 64,
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "moe_intermediate_size": 128,
+        "vocab_size": 1000,
+        "index_n_heads": 4,
+        "index_head_dim": 32,
+        "sliding_window": 32,
+        "compress_ratios": [0, 4, 128, 4, 0],
+    },
 }
 
 #: one catalog model per record the catalog covers (the 80-layer Llama exercises llama.cpp's 70B rule)
@@ -754,9 +772,13 @@ def test_every_family_field_changes_something(field: str) -> None:
 
 @pytest.mark.parametrize("field", [f.name for f in dataclasses.fields(MtpNames)])
 def test_every_mtp_name_changes_something(field: str) -> None:
-    for key in ("deepseek_v3", "qwen_hybrid"):
+    # the split joining projection: only DeepSeek-V4's records have one
+    keys = ("deepseek_v4",) if field == "split_proj" else ("deepseek_v3", "qwen_hybrid")
+    for key in keys:
         fam = FAMILIES[key]
-        mtp = dataclasses.replace(fam.mtp, **{field: getattr(fam.mtp, field) + "_x"})
+        value = getattr(fam.mtp, field)
+        changed = tuple(v + "_x" for v in value) if isinstance(value, tuple) else value + "_x"
+        mtp = dataclasses.replace(fam.mtp, **{field: changed})
         config = _config(key)
         with pytest.MonkeyPatch.context() as mp:
             before = _outcome(config)

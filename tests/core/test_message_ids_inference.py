@@ -410,6 +410,9 @@ def _direct_texts() -> list[str]:
         arch = normalize(config)
         mixer = next(lay for lay in arch.layers if lay.attention == AttentionKind.LINEAR)
         out.append(base._attention_transient(arch, mixer, 4096, 2, 4096, 2, "sdpa")[1])
+    # DeepSeek-V4's compressed layers in a KV plan's words (transformers' default config)
+    v4 = normalize(_ORACLE["deepseek_v4"])
+    out.append(plan_kv(v4, ENGINES["vllm"], tokens=4096, seqs=1, kv_bits=16, compute_bytes=2).explain.text())
     out += [
         vllm.vllm_tp_problem(CAT.facts("Qwen/Qwen2.5-7B").arch, 7) or "",
         vllm.vllm_tp_problem(llama, 3) or "",

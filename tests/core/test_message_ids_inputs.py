@@ -314,6 +314,11 @@ def _config_errors() -> list[Text]:
         _with(LLAMA, model_type="doge", is_moe=True, num_experts=16, num_experts_per_tok=32),
         # an Apertus 1.5 head wider than its vocabulary
         _with(LLAMA, model_type="apertus1p5_text", output_vocab_size=10**6),
+        # --- mla2 --- DeepSeek-V4 compress_ratios with a rate no layer kind has, too short; compress_rates not an
+        # object
+        _with(LLAMA, model_type="deepseek_v4", compress_ratios=[0, 8, 4, 128]),
+        _with(LLAMA, model_type="deepseek_v4", compress_ratios=[0, 4]),
+        _with(LLAMA, model_type="deepseek_v4", compress_rates=4),
     ]
     out = [_raised(lambda c=c: normalize(c), ConfigError) for c in configs]  # type: ignore[misc]
     out += [_raised(lambda k=k: _check_bound("llama", k, 10**9), ConfigError) for k in _CONFIG_BOUNDS]

@@ -314,6 +314,24 @@ class SharedBlockSpec(_Frozen):
     attn_adapters: bool = False
 
 
+class CompressedAttnSpec(_Frozen):
+    """DeepSeek-V4's attention (transformers' ``DeepseekV4Attention``): one shared K = V head of ``head_dim``
+    over a sliding window of recent tokens, and on compressed layers a compressor that pools every
+    ``compress_rate`` tokens into one more entry of the same width (``DeepseekV4HCACompressor``; the CSA layers'
+    ``DeepseekV4CSACompressor`` projects two overlapping series, twice as wide, and runs DeepSeek Sparse
+    Attention's indexer, ``LayerSpec.indexer``, over a compressed key series of its own). Queries come through a
+    ``q_lora_rank`` latent; the output through ``o_groups`` grouped projections of ``o_lora_rank`` each, then one
+    back to the hidden size; one learned sink per head."""
+
+    q_lora_rank: int
+    o_groups: int
+    o_lora_rank: int
+    #: tokens pooled into one compressed entry; 0: a sliding-window layer without a compressor
+    compress_rate: int = 0
+    #: the compressor projects two overlapping series (CSA: 2 x head_dim wide, with the indexer)
+    overlap: bool = False
+
+
 class LayerSpec(_Frozen):
     index: int
     attention: AttentionKind
@@ -361,6 +379,9 @@ class LayerSpec(_Frozen):
     #: a second set of routed experts that only image and video tokens go through, beside ``moe`` (ERNIE 4.5 VL's
     #: vision experts: their own router, ``moe_intermediate_size[1]`` wide); text tokens never touch them
     vision_moe: MoeSpec | None = None
+    #: DeepSeek-V4's sliding-window attention with its compressor (``attention`` SLIDING, one K = V head,
+    #: ``v_head_dim`` 0)
+    compressed: CompressedAttnSpec | None = None
 
 
 class VisionSpec(_Frozen):
@@ -451,6 +472,9 @@ class Architecture(_Frozen):
     #: rows of the output head when it is pruned below the input vocabulary (Apertus 1.5's ``output_vocab_size``:
     #: the text tokens only, the media codes are inputs); 0: ``vocab``
     head_vocab: int = 0
+    #: the layer the MTP layers repeat when it is none of the decoder's (DeepSeek-V4: the config's compress ratio
+    #: after the decoder's, a sliding-window layer); None: the last attention layer's (:mod:`.inventory`)
+    mtp_layer: LayerSpec | None = None
 
     @property
     def n_layers(self) -> int:

@@ -75,6 +75,7 @@ from .families_dense import (
 from .families_dense3 import APERTUS1P5, DOGE, NANOCHAT
 from .families_gemma import GEMMA4, GEMMA4_TEXT
 from .families_hybrid import BAMBA, FALCON_H1, GRANITEMOEHYBRID, JAMBA, KIMI_LINEAR, LFM2, MAMBA, MAMBA2
+from .families_mla2 import DEEPSEEK_V4
 from .families_moe import (
     AFMOE,
     AXK1,
@@ -213,6 +214,7 @@ FAMILIES: Mapping[str, Family] = {
         NANOCHAT,
         APERTUS1P5,
         ERNIE4_5_VL_MOE,
+        DEEPSEEK_V4,
     )
 }
 
@@ -267,6 +269,7 @@ __all__ = [
     "DEEPSEEK_DSA",
     "DEEPSEEK_V2",
     "DEEPSEEK_V3",
+    "DEEPSEEK_V4",
     "DEEPSEEK_VL",
     "DEEPSEEK_VL_HYBRID",
     "DOGE",

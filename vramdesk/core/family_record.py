@@ -36,6 +36,9 @@ class MtpNames:
     embed_norm: str = "mtp.pre_fc_norm_embedding"
     hidden_norm: str = "mtp.pre_fc_norm_hidden"
     final_norm: str = "mtp.norm"
+    #: the joining projection split in two, one over the embedding and one over the hidden state (DeepSeek-V4's
+    #: e_proj and h_proj, hidden x hidden each); None: one ``proj`` over both (hidden x 2 hidden)
+    split_proj: tuple[str, str] | None = None
 
 
 #: Qwen3-Next / Qwen3.5: the MTP block lives under ``mtp.`` beside the decoder

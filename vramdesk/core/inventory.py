@@ -18,6 +18,7 @@ from .families import Family, family_of
 from .inventory_dense2 import EXTRAS as _DENSE2_EXTRAS
 from .inventory_dense3 import DENSE3_EXTRAS
 from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
+from .inventory_mla2 import compressed_attention
 from .inventory_moe2 import lightning_attention, moa_attention
 from .inventory_moe3 import vision_experts
 from .inventory_ownvlm import attention_indexer
@@ -66,6 +67,9 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         return
     if spec.attention == AttentionKind.NONE:
         # a Nemotron-H MLP or MoE layer: no attention module
+        return
+    if spec.compressed is not None:
+        compressed_attention(b, arch, fam, spec, p, part)
         return
     a = f"{p}.{fam.attn}"
     if spec.attention == AttentionKind.MLA and spec.mla is not None:
@@ -286,7 +290,8 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
     if arch.mtp_layers:
         last = arch.layers[-1]
         mtp = fam.mtp
-        template = next((s for s in reversed(arch.layers) if s.attention != AttentionKind.LINEAR), last)
+        global_layer = next((s for s in reversed(arch.layers) if s.attention != AttentionKind.LINEAR), last)
+        template = arch.mtp_layer or global_layer
         # an MTP layer runs a sparse-attention indexer of its own where the model has any (GLM-5.2's checkpoint
         # stores one for model.layers.78 although its last decoder layer reuses the previous layer's choice)
         indexer = next((s.indexer for s in arch.layers if s.indexer is not None), None)
@@ -304,7 +309,10 @@ def build_inventory(arch: Architecture) -> tuple[Tensor, ...]:
             p = mtp.layer.format(idx=idx, k=k)
             _decoder_layer(b, arch, fam, spec, p, "mtp")
             # the joining projection stays unquantised in FP8 checkpoints (DeepSeek-V3 stores it in BF16)
-            b.linear(mtp.proj.format(p=p), h, 2 * h, "mtp_proj", idx, "mtp")
+            # (DeepSeek-V4 splits it in two: e_proj over the embedding, h_proj over the hidden state)
+            joins = [(name, h) for name in mtp.split_proj] if mtp.split_proj else [(mtp.proj, 2 * h)]
+            for proj, width in joins:
+                b.linear(proj.format(p=p), h, width, "mtp_proj", idx, "mtp")
             b.norm(mtp.embed_norm.format(p=p), h, idx, "mtp", False)
             b.norm(mtp.hidden_norm.format(p=p), h, idx, "mtp", False)
             b.norm(mtp.final_norm.format(p=p), h, idx, "mtp", False)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .architecture import Architecture, LayerSpec
 from .families import Family
+from .inventory_mla2 import hyper_connections, hyper_head
 from .tensor_builder import Builder as _Builder
 
 #: (builder, architecture, family, the layer, its prefix, its part)
@@ -89,4 +90,5 @@ EXTRAS: Mapping[str, Extras] = {
     "apertus": Extras(_apertus_layer),
     "modernbert_decoder": Extras(_modernbert_layer, _modernbert_model),
     "gpt_neox_japanese": Extras(_gpt_neox_japanese_layer),
+    "deepseek_v4": Extras(hyper_connections, hyper_head),
 }

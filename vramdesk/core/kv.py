@@ -162,11 +162,13 @@ def plan_kv(
 
 def _layer_words(groups: tuple[_KvGroup, ...], engine: KvRule) -> tuple[Text, ...]:
     """The layers' part of the explanation: one clause per kind of attention layer the engine stores."""
-    merged: dict[tuple[str, int, int, int | None], list[_KvGroup]] = {}
+    merged: dict[tuple[str, int, int, int | None, str], list[_KvGroup]] = {}
     for g in groups:
         el = g.spec.elements_per_token(engine)
         if el:
-            merged.setdefault((g.kind, el, g.n_kv_heads, g.window), []).append(g)
+            # layers whose one-layer clause differs stay apart (DeepSeek-V4's sliding, CSA and HCA layers)
+            clause = str(g.spec.describe(1, engine))
+            merged.setdefault((g.kind, el, g.n_kv_heads, g.window, clause), []).append(g)
     parts = [members[0].spec.describe(sum(m.count for m in members), engine) for members in merged.values()]
     return tuple(parts or [NO_ATTENTION()])
 

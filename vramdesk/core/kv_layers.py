@@ -28,6 +28,10 @@ MLA_EXPANDED = Message(
 )
 MLA_LATENT = Message("kv.layers.mla.latent", "{n} MLA layers x latent (kv_lora_rank {rank} + qk_rope_head_dim {rope})")
 MLA_INDEXER = Message("kv.layers.mla.indexer", "+ sparse-attention indexer key {dim}")
+COMPRESSED = Message(
+    "kv.layers.compressed",
+    "{n} compressed layers x 1 shared K=V head x {dim}, window {window} + 1 entry per {rate} tokens",
+)
 
 
 def pad(n: int, to: int) -> int:
@@ -210,6 +214,30 @@ class FullAttentionWithStateSpec(FullAttentionSpec):
         return rule.linear_state_bytes(self.state, compute_bytes)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompressedAttentionSpec(SlidingWindowSpec):
+    """DeepSeek-V4's compressed layers: the sliding window of one shared K = V head (``head_dim`` per token) and
+    one pooled entry of the same width per ``compress_rate`` tokens of the whole context, plus on CSA layers the
+    indexer's pooled key (``indexer_key``) per entry. transformers' DeepseekV4HCACache / DeepseekV4CSACache keep
+    the window (``sliding_window - 1`` tokens) and grow ``compressed_kv`` by concatenation (its buffers of fewer
+    than ``compress_rate`` tokens waiting for a window are counted as one more entry); vLLM gives the window a cache
+    of its own (DeepseekV4SWACache) and the pooled entries an ``MLAAttentionSpec`` with ``compress_ratio`` and the
+    indexer a DeepseekV4IndexerCache (both FP8 in its fp8_ds_mla format, counted here at the KV dtype). The pooled
+    entries are returned as extra window tokens: ``tokens_kept`` x ``head_dim`` is the layer's cache."""
+
+    compress_rate: int
+    indexer_key: int = 0
+
+    def tokens_kept(self, rule: KvRule, tokens: int, seqs: int, opts: KvOptions) -> int:
+        window = rule.sliding_tokens(self.window or tokens, tokens, seqs, opts)
+        entries = ceil(rule.full_tokens(tokens, seqs, opts) / self.compress_rate)
+        return window + ceil(entries * (self.head_dim + self.indexer_key) / self.head_dim)
+
+    def describe(self, n: int, rule: KvRule) -> Text:
+        what = COMPRESSED(n=n, dim=self.head_dim, window=self.window, rate=self.compress_rate)
+        return join(" ", what, MLA_INDEXER(dim=self.indexer_key)) if self.indexer_key else what
+
+
 _ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
     AttentionKind.FULL: FullAttentionSpec,
     AttentionKind.SLIDING: SlidingWindowSpec,
@@ -231,6 +259,16 @@ def kv_layer(layer: LayerSpec) -> KvLayerSpec:
         # (cache_utils: kv_sharing_modes "reuse"), vLLM a kv_sharing_target_layer_name, llama.cpp no KV past
         # n_layer_kv_from_start
         return KvLayerSpec()
+    if layer.compressed is not None and layer.compressed.compress_rate:
+        return CompressedAttentionSpec(
+            kind=kind.value,
+            n_kv_heads=layer.n_kv_heads,
+            head_dim=layer.head_dim,
+            v_head_dim=layer.v_head_dim,
+            window=layer.window,
+            compress_rate=layer.compressed.compress_rate,
+            indexer_key=layer.indexer.head_dim if layer.indexer is not None else 0,
+        )
     if kind in (AttentionKind.LINEAR, AttentionKind.NONE):
         return LinearAttentionSpec(linear=state) if state is not None else KvLayerSpec()
     if kind == AttentionKind.FULL and state is not None:

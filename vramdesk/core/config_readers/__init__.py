@@ -44,6 +44,7 @@ from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .gemma4 import _gemma4
 from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+from .mla2 import _deepseek_v4
 from .mlamoe import _mla_moe
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
 from .moe2 import _afmoe, _ernie4_5_moe, _exaone_moe, _hy_v3, _jetmoe, _laguna, _minimax, _solar_open
@@ -200,6 +201,8 @@ _READERS: dict[str, Reader] = {
     "apertus1p5": _apertus1p5,
     # MoE and multimodal families of the third round (moe3.py)
     "ernie4_5_vl_moe": _ernie4_5_vl_moe,
+    # DeepSeek-V4 (mla2.py)
+    "deepseek_v4": _deepseek_v4,
 }
 
 
