@@ -505,6 +505,62 @@ def test_config_modelopt_nvfp4() -> None:
     assert fmt.tensor_bytes("x.weight", "mlp", SQ) == N_SQ // 2 + 4096 * 256 + 8
 
 
+_MIXED_LAYERS = {
+    "model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16},
+    "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+}
+
+
+def test_config_modelopt_mixed_precision_prices_each_named_module_in_its_own_format() -> None:
+    """ModelOpt MIXED_PRECISION (hf_quant_config's quantization.quantized_layers): each named module in its
+    quant_algo, every other tensor unquantised."""
+    fmt = format_from_quantization_config(
+        {
+            "quant_method": "modelopt",
+            "quantization": {"quant_algo": "MIXED_PRECISION", "quantized_layers": _MIXED_LAYERS},
+        },
+        base_dtype="bf16",
+    )
+    nvfp4 = N_SQ // 2 + 4096 * 256 + 8  # e2m1 nibbles, fp8 scale per 16, fp32 scales
+    fp8 = N_SQ + 4 + 4  # e4m3, fp32 weight_scale and input_scale
+    assert fmt.tensor_bytes("model.layers.0.mlp.experts.3.up_proj.weight", "expert", SQ) == nvfp4
+    assert fmt.tensor_bytes("model.layers.0.self_attn.q_proj.weight", "attn", SQ) == fp8
+    assert fmt.tensor_bytes("model.layers.0.self_attn.k_proj.weight", "attn", SQ) == 2 * N_SQ
+    assert fmt.tensor_bytes("model.layers.1.mlp.experts.3.up_proj.weight", "expert", SQ) == 2 * N_SQ
+    assert fmt.is_quantized("model.layers.0.mlp.experts.3.up_proj.weight", "expert", shape=SQ)
+    assert not fmt.is_quantized("model.layers.1.mlp.experts.3.up_proj.weight", "expert", shape=SQ)
+
+
+def test_config_fp8_mixed_precision_keeps_the_rest_in_fp8_and_the_ignored_modules_unquantised() -> None:
+    """NVIDIA's DeepSeek-V4 NVFP4 exports: quant_method fp8, quant_algo MIXED_PRECISION, the experts named in
+    quantized_layers as NVFP4, 'ignore' modules at the base dtype, the rest FP8 as the method stores it."""
+    qc = {
+        "quant_method": "fp8",
+        "quant_algo": "MIXED_PRECISION",
+        "quantized_layers": {"layers.0.ffn.experts": {"quant_algo": "NVFP4"}},
+        "ignore": ["*.attn.*"],
+        "weight_block_size": [128, 128],
+    }
+    fmt = format_from_quantization_config(qc, base_dtype="bf16")
+    assert fmt.tensor_bytes("layers.0.ffn.experts.7.w1.weight", "expert", SQ) == N_SQ // 2 + 4096 * 256 + 8
+    assert fmt.tensor_bytes("layers.0.attn.wq_a.weight", "attn", SQ) == 2 * N_SQ
+    assert fmt.tensor_bytes("layers.0.ffn.shared_experts.w1.weight", "mlp", SQ) == N_SQ + 32 * 32 * 4
+
+
+@pytest.mark.parametrize(
+    "layers",
+    [None, {}, {"m": 5}, {"m": {"quant_algo": "INT4_AWQ"}}],
+    ids=["missing", "empty", "not-an-object", "unknown-algo"],
+)
+def test_config_mixed_precision_refuses_what_it_cannot_price(layers: object) -> None:
+    inner: dict[str, object] = {"quant_algo": "MIXED_PRECISION"}
+    if layers is not None:
+        inner["quantized_layers"] = layers
+    with pytest.raises(FormatError) as err:
+        format_from_quantization_config({"quant_method": "modelopt", "quantization": inner}, base_dtype="bf16")
+    assert "quantized_layers" in str(err.value) or "INT4_AWQ" in str(err.value).upper()
+
+
 @pytest.mark.parametrize("method", ["foo", "hqq", "eetq"])
 def test_config_unknown_method(method: str) -> None:
     with pytest.raises(FormatError) as err:

@@ -445,11 +445,19 @@ def _quant_errors() -> list[Text]:
         {"quant_method": "modelopt", "quantization": {}},
         {"quant_method": "modelopt", "quantization": {"quant_algo": "foo"}},
         {"quant_method": "modelopt", "quantization": 5},
+        {"quant_method": "modelopt", "quantization": {"quant_algo": "MIXED_PRECISION"}},
     ]
     return [
         _raised(lambda c=c: format_from_quantization_config(c, base_dtype="bf16"), FormatError)  # type: ignore[misc]
         for c in configs
     ]
+
+
+#: a ModelOpt MIXED_PRECISION config: one module in NVFP4, one in FP8
+_MIXED = {
+    "quant_algo": "MIXED_PRECISION",
+    "quantized_layers": {"model.layers.0.mlp": {"quant_algo": "NVFP4"}, "model.layers.1.mlp": {"quant_algo": "FP8"}},
+}
 
 
 def _quant_labels() -> list[Text]:
@@ -459,6 +467,7 @@ def _quant_labels() -> list[Text]:
         {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": group}}},
         {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {**group, "type": "int"}}}},
         {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}},
+        {"quant_method": "modelopt", "quantization": _MIXED},
     ]
     out = []
     for c in configs:
@@ -486,6 +495,7 @@ def _quant_layouts(monkeypatch: pytest.MonkeyPatch) -> list[Text]:
         {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": s}}} for s in schemes
     ]
     configs.append({"quant_method": "modelopt", "quantization": {"quant_algo": "FP8"}})
+    configs.append({"quant_method": "modelopt", "quantization": _MIXED})
     out = []
     for c in configs:
         fmt = format_from_quantization_config(c, base_dtype="bf16")

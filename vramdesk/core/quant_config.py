@@ -8,9 +8,10 @@ modelopt), each checking its fields (``_cfg_*``) and building the format with th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from .dtype_names import DTYPE_BYTES, FormatError, _base_dtype
-from .messages import Message, Text, join, text
+from .messages import Message, Text, free, join, text
 from .weight_format import (
     _LINEAR_ROLES,
     WeightFormat,
@@ -24,6 +25,7 @@ from .weight_format import (
     _int8_format,
     _mxfp4_format,
     _nvfp4_format,
+    parse_weight_format,
 )
 
 __all__ = ["format_from_quantization_config"]
@@ -89,7 +91,21 @@ CT_FORMAT = Message(
     "{where}: unsupported format {format!r} (known: pack-quantized, int-quantized, naive-quantized, "
     "float-quantized, nvfp4-pack-quantized)",
 )
-MODELOPT_ALGO = Message("quant.modelopt.algo", "{where}: unsupported quant_algo {algo!r} (known: FP8, NVFP4)")
+MODELOPT_ALGO = Message(
+    "quant.modelopt.algo", "{where}: unsupported quant_algo {algo!r} (known: FP8, NVFP4, MIXED_PRECISION)"
+)
+MIXED_LAYERS = Message(
+    "quant.modelopt.mixed.layers",
+    "{where}: quant_algo MIXED_PRECISION needs 'quantized_layers', an object of module names -> {{\"quant_algo\": "
+    '"FP8" | "NVFP4"}}',
+)
+MIXED_LABEL = Message(
+    "quant.modelopt.mixed.label", "{base} with {layers} modules in {algos} (ModelOpt mixed precision)"
+)
+MIXED_LAYOUT = Message(
+    "quant.modelopt.mixed.layout",
+    "ModelOpt mixed precision: the modules 'quantized_layers' names ({layers}) stored as {algos}; the others as {base}",
+)
 CONFIG_NOT_OBJECT = Message("quant.config_not_object", "quantization_config must be an object, got {value!r}")
 UNKNOWN_METHOD = Message("quant.unknown_method", "unsupported quantisation method {method!r} (known: {known})")
 
@@ -227,6 +243,14 @@ def _from_bnb(qc: Mapping[str, object], base: str) -> WeightFormat:
 
 def _from_fp8(qc: Mapping[str, object], base: str) -> WeightFormat:
     where = "fp8 quantization_config"
+    if _cfg_str(qc, ("quant_algo",), where, "").lower() == "mixed_precision":
+        # (NVIDIA's ModelOpt exports of FP8 models: the modules 'quantized_layers' names re-quantised, the rest as
+        # the fp8 method stores it, 'ignore' kept unquantised)
+        plain = {k: v for k, v in qc.items() if k not in ("quant_algo", "quantized_layers")}
+        rest = _from_fp8(
+            {**plain, "modules_to_not_convert": _cfg_names(qc, ("modules_to_not_convert", "ignore"), where)}, base
+        )
+        return _mixed(qc, where, base, rest)
     skip = _cfg_names(qc, ("modules_to_not_convert",), where)
     static = _cfg_str(qc, ("activation_scheme",), where, "dynamic") == "static"
     raw = _field(qc, ("weight_block_size",))
@@ -359,6 +383,53 @@ def _from_compressed_tensors(qc: Mapping[str, object], base: str) -> WeightForma
     return _finish(fmt, join(" + ", sentence, *extras) if extras else sentence)
 
 
+def _modelopt_fp8(base: str, skip: tuple[str, ...]) -> WeightFormat:
+    """ModelOpt FP8: fp8 weight + fp32 weight_scale + fp32 input_scale per Linear."""
+    fmt = WeightFormat(
+        "modelopt-fp8",
+        MODELOPT_FP8_LABEL,
+        "fp8",
+        base,
+        8,
+        None,
+        _LINEAR_ROLES,
+        skip,
+        "",
+        scale_layout="tensor",
+        extra_bytes=4,
+    )
+    return _finish(fmt, MODELOPT_FP8_LAYOUT)
+
+
+def _mixed(qc: Mapping[str, object], where: str, base: str, rest: WeightFormat) -> WeightFormat:
+    """ModelOpt MIXED_PRECISION: each module ``quantized_layers`` names in its own ``quant_algo`` (NVFP4 or FP8),
+    every other tensor as ``rest`` says (unquantised for quant_method modelopt; the fp8 format of a quant_method
+    fp8 config, such as NVIDIA's DeepSeek-V4 NVFP4 exports, whose experts alone are NVFP4)."""
+    raw = _field(qc, ("quantized_layers",))
+    if raw is _MISSING or not isinstance(raw, Mapping) or not raw:
+        raise FormatError(MIXED_LAYERS(where=where))
+    by_algo: dict[str, list[str]] = {}
+    for module, spec in raw.items():
+        if not isinstance(spec, Mapping):
+            raise FormatError(MIXED_LAYERS(where=where))
+        algo = _cfg_str(spec, ("quant_algo",), f"{where} quantized_layers.{module}", "").lower()
+        if algo not in ("nvfp4", "fp8"):
+            raise FormatError(MODELOPT_ALGO(where=f"{where} quantized_layers.{module}", algo=algo))
+        by_algo.setdefault(algo, []).append(str(module))
+    formats = {"nvfp4": _nvfp4_format(base, (), 8, "ModelOpt"), "fp8": _modelopt_fp8(base, ())}
+    overrides = tuple((tuple(mods), formats[algo]) for algo, mods in sorted(by_algo.items()))
+    algos = " / ".join(a.upper() for a in sorted(by_algo))
+    layers = sum(len(m) for m in by_algo.values())
+    label = MIXED_LABEL(base=free(rest.label), layers=layers, algos=algos)
+    return replace(
+        rest,
+        name=f"modelopt-mixed-{rest.name}",
+        label=label,
+        overrides=overrides,
+        explain=MIXED_LAYOUT(layers=layers, algos=algos, base=free(rest.explain)),
+    )
+
+
 def _from_modelopt(qc: Mapping[str, object], base: str) -> WeightFormat:
     where = "modelopt quantization_config"
     inner_raw = _field(qc, ("quantization",))
@@ -368,21 +439,9 @@ def _from_modelopt(qc: Mapping[str, object], base: str) -> WeightFormat:
         raise FormatError(MISSING_FIELD(where=where, field="quant_algo"))
     skip = _cfg_names(inner, ("exclude_modules", "ignore"), where)
     if algo == "fp8":
-        # ModelOpt FP8: fp8 weight + fp32 weight_scale + fp32 input_scale per Linear
-        fmt = WeightFormat(
-            "modelopt-fp8",
-            MODELOPT_FP8_LABEL,
-            "fp8",
-            base,
-            8,
-            None,
-            _LINEAR_ROLES,
-            skip,
-            "",
-            scale_layout="tensor",
-            extra_bytes=4,
-        )
-        return _finish(fmt, MODELOPT_FP8_LAYOUT)
+        return _modelopt_fp8(base, skip)
+    if algo == "mixed_precision":
+        return _mixed(inner, where, base, parse_weight_format(base))
     if algo == "nvfp4":
         # ModelOpt NVFP4: packed e2m1 + fp8 weight_scale per 16 + fp32 weight_scale_2 + fp32 input_scale
         return _nvfp4_format(base, skip, 8, "ModelOpt")

@@ -210,6 +210,10 @@ class WeightFormat:
     double_quant: bool = False
     #: model facts for GGUF mixes (tied embeddings, 8 experts, GQA, ...)
     gguf_model: GgufModelInfo = field(default_factory=GgufModelInfo)
+    #: module-name patterns -> the format their tensors are stored in instead of this one (ModelOpt
+    #: MIXED_PRECISION's ``quantized_layers``: NVFP4 experts beside FP8 or unquantised attention); the first entry
+    #: whose patterns match a tensor's name prices it
+    overrides: tuple[tuple[tuple[str, ...], WeightFormat], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -221,7 +225,7 @@ class WeightFormat:
             raise FormatError(T.UNKNOWN_ROLES(roles=_known(bad), known=_known(ROLES)))
         if self.kind == "gguf" and self.layout not in _GGUF_MIXES:
             raise FormatError(T.UNKNOWN_GGUF_TYPE(layout=self.layout, known=_known(_GGUF_MIXES)))
-        for p in (*self.skip_patterns, *self.include_patterns):
+        for p in (*self.skip_patterns, *self.include_patterns, *(q for ps, _ in self.overrides for q in ps)):
             if not isinstance(p, str):
                 raise FormatError(T.PATTERN_NOT_STR(pattern=p))
             if p.startswith("re:"):
@@ -238,9 +242,18 @@ class WeightFormat:
             return True
         return bool(self.include_patterns) and not _matcher(self.include_patterns)(tensor_name)
 
+    def stored_as(self, tensor_name: str) -> WeightFormat:
+        """The format this tensor is stored in: an override's whose patterns name it, else this one."""
+        for patterns, sub in self.overrides:
+            if _matcher(patterns)(tensor_name):
+                return sub
+        return self
+
     def is_quantized(self, tensor_name: str, role: str, *, shape: tuple[int, ...] | None = None) -> bool:
         """True when this format stores the tensor quantised (role rules, skip patterns, ndim)."""
         _check_role(role)
+        if self.overrides and (sub := self.stored_as(tensor_name)) is not self:
+            return sub.is_quantized(tensor_name, role, shape=shape)
         if role not in self.quantized_roles:
             return False
         if shape is not None and len(_check_shape(shape)) < 2:
@@ -360,6 +373,8 @@ class WeightFormat:
         numel = math.prod(shape)
         if self.kind == "gguf":
             return self._gguf_bytes(tensor_name, role, shape, layer, n_layers)
+        if self.overrides and (sub := self.stored_as(tensor_name)) is not self:
+            return sub.tensor_bytes(tensor_name, role, shape, layer, n_layers)
         if not self.is_quantized(tensor_name, role, shape=shape):
             return int(numel * DTYPE_BYTES[self.base_dtype])
         stack = math.prod(shape[:-2])

@@ -160,7 +160,11 @@ def weight_bytes(tensors: tuple[Tensor, ...], fmt: WeightFormat, parts: frozense
     gguf = fmt.kind == "gguf"
     # Outside GGUF a tensor's bytes depend on its layer index only through skip patterns that name a layer;
     # when none does, identical tensors of different layers are priced once (cold estimates 1.1 -> 0.7 ms)
-    patterns = (*fmt.skip_patterns, *getattr(fmt, "include_patterns", ()))
+    patterns = (
+        *fmt.skip_patterns,
+        *getattr(fmt, "include_patterns", ()),
+        *(p for ps, _ in getattr(fmt, "overrides", ()) for p in ps),
+    )
     memo: dict[tuple[str, str, tuple[int, ...]], tuple[int, bool]] | None = (
         None if gguf or any(_LAYER_COMPONENT.search(p) for p in patterns) else {}
     )
