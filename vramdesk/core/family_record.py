@@ -167,9 +167,21 @@ class Family:
     #: the shared block under its owner layer (Zamba: ``shared_transf``)
     shared_block: str = "shared_transformer"
     # -- dense3
-    #: the model's RMSNorms have no weight (NanoChat's ``F.rms_norm(x, (dim,))``, HRM-Text's): no norm tensors in
-    #: its layers or after them
+    #: the model's norms have no weight (NanoChat's ``F.rms_norm(x, (dim,))``, HRM-Text's, OLMo 1's parameter-free
+    #: OlmoLayerNorm): no norm tensors in its layers or after them
     weightless_norms: bool = False
+    # -- llamalike
+    #: the per-head attention-sink logits under the attention module (``Architecture.attention_sinks``) as the
+    #: checkpoints name them (gpt-oss's ``sinks``; Flint's ``softmax_offset``, MiMo-V2-Flash's
+    #: ``attention_sink_bias``, which transformers 5 renames to ``sinks`` at load time)
+    sinks: str = "sinks"
+    #: only the sliding-window layers have sinks (MiMo-V2-Flash: ``add_swa_attention_sink_bias``)
+    sinks_on_sliding_only: bool = False
+    #: a Gated DeltaNet layer's input projections as the checkpoints store them: Qwen3-Next's in_proj_qkvz and
+    #: in_proj_ba; one name: all of q, k, v, z, b and a stacked in one matrix (Lara Mini's in_proj)
+    linear_in_proj: tuple[str, ...] = ("in_proj_qkvz", "in_proj_ba")
+    #: a Gated DeltaNet layer's gated output RMSNorm (Lara Mini's checkpoints: out_norm)
+    linear_norm: str = "norm"
 
     def __post_init__(self) -> None:
         if len(self.mlp_names) != _MLP_NAMES_PER_KIND[self.mlp]:

@@ -40,12 +40,17 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         a = f"{p}.linear_attn"
         # in_proj_qkvz (2 key_dim + 2 value_dim) and in_proj_ba (2 x value heads), as Qwen3-Next stores them;
         # Qwen3.5 splits the same rows into in_proj_qkv / in_proj_z / in_proj_b / in_proj_a
-        b.linear(f"{a}.in_proj_qkvz", 2 * lin.key_dim + 2 * lin.value_dim, h, "linear_attn", i, part)
-        b.linear(f"{a}.in_proj_ba", 2 * lin.num_v_heads, h, "linear_attn", i, part)
+        rows = (2 * lin.key_dim + 2 * lin.value_dim, 2 * lin.num_v_heads)
+        if len(fam.linear_in_proj) == 1:
+            # all six stacked in one in_proj (Lara Mini's checkpoints: rows q | k | v | z | b | a)
+            b.linear(f"{a}.{fam.linear_in_proj[0]}", sum(rows), h, "linear_attn", i, part)
+        else:
+            for name, n in zip(fam.linear_in_proj, rows, strict=True):
+                b.linear(f"{a}.{name}", n, h, "linear_attn", i, part)
         b.add(f"{a}.conv1d.weight", (lin.conv_dim, 1, lin.conv_kernel), "conv", i, part)
         b.add(f"{a}.dt_bias", (lin.num_v_heads,), "state_param", i, part)
         b.add(f"{a}.A_log", (lin.num_v_heads,), "state_param", i, part)
-        b.add(f"{a}.norm.weight", (lin.v_head_dim,), "norm", i, part)
+        b.add(f"{a}.{fam.linear_norm}.weight", (lin.v_head_dim,), "norm", i, part)
         b.linear(f"{a}.out_proj", h, lin.value_dim, "linear_attn", i, part)
         return
     if spec.mamba is not None or spec.mamba1 is not None:
@@ -91,18 +96,20 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         return
     q_out = spec.n_heads * spec.head_dim
     kv_out = spec.n_kv_heads * spec.head_dim
+    # values narrower than the keys (MiMo-V2-Flash's v_head_dim) narrow v_proj and o_proj's input
+    v_out = spec.n_kv_heads * spec.v_head_dim
     if fam.qkv_proj is not None:
         # q, k and v stacked in one projection (GPT-2's c_attn, NeoX / Falcon / BLOOM query_key_value; Phi-3
         # stores, and peft adapts, them as one qkv_proj)
-        b.linear(f"{a}.{fam.qkv_proj}", q_out + 2 * kv_out, h, "attn", i, part, arch.qkv_bias)
+        b.linear(f"{a}.{fam.qkv_proj}", q_out + kv_out + v_out, h, "attn", i, part, arch.qkv_bias)
     else:
         b.linear(f"{a}.q_proj", q_out * (2 if spec.attn_output_gate else 1), h, "attn", i, part, arch.qkv_bias)
         # a Gemma 3n / 4 layer sharing another's KV has no k / v projections; one whose values are its keys no v
         if not spec.kv_shared:
             b.linear(f"{a}.k_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
         if not (spec.kv_shared or spec.k_eq_v):
-            b.linear(f"{a}.v_proj", kv_out, h, "attn", i, part, arch.qkv_bias)
-    b.linear(f"{a}.{fam.o_proj}", h, q_out, "attn", i, part, arch.o_bias)
+            b.linear(f"{a}.v_proj", v_out, h, "attn", i, part, arch.qkv_bias)
+    b.linear(f"{a}.{fam.o_proj}", h, spec.n_heads * spec.v_head_dim, "attn", i, part, arch.o_bias)
     if spec.attn_gate:
         b.linear(f"{a}.{fam.attn_gate}", spec.attn_gate, h, "attn", i, part)
     if arch.qk_norm == "head":
@@ -116,8 +123,8 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
     elif arch.qk_norm == "full":
         b.norm(f"{a}.q_norm", q_out, i, part, False)
         b.norm(f"{a}.k_norm", kv_out, i, part, False)
-    if arch.attention_sinks:
-        b.add(f"{a}.sinks", (spec.n_heads,), "state_param", i, part)
+    if arch.attention_sinks and (spec.attention == AttentionKind.SLIDING or not fam.sinks_on_sliding_only):
+        b.add(f"{a}.{fam.sinks}", (spec.n_heads,), "state_param", i, part)
     if spec.indexer is not None:
         attention_indexer(b, spec, a, h, part)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from .architecture import Architecture, LayerSpec
 from .families import Family
+from .inventory_llamalike import beam_layer, diffllama_layer
 from .inventory_mla2 import hyper_connections, hyper_head
 from .tensor_builder import Builder as _Builder
 
@@ -91,4 +92,7 @@ EXTRAS: Mapping[str, Extras] = {
     "modernbert_decoder": Extras(_modernbert_layer, _modernbert_model),
     "gpt_neox_japanese": Extras(_gpt_neox_japanese_layer),
     "deepseek_v4": Extras(hyper_connections, hyper_head),
+    # --- llamalike
+    "diffllama": Extras(diffllama_layer),
+    "beam": Extras(beam_layer),
 }

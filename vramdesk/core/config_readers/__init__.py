@@ -44,6 +44,26 @@ from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .gemma4 import _gemma4
 from .hybrid import _nemotron_h
 from .legacy import _bloom, _falcon, _gpt_bigcode, _gpt_neox, _phi, _qwen_v1
+from .llamalike import (
+    _beam,
+    _cohere2_moe,
+    _cwm,
+    _ernie4_5,
+    _flex_olmo,
+    _flint,
+    _granite,
+    _head128,
+    _helium,
+    _hyperclovax,
+    _internlm3,
+    _kolibri1,
+    _lara_mini,
+    _mellum,
+    _mimo_v2_flash,
+    _sarvam_moe,
+    _seed_oss,
+    _vaultgemma,
+)
 from .mla2 import _deepseek_v4
 from .mlamoe import _mla_moe
 from .modern import _cohere, _exaone4, _glm4, _glm4_moe, _olmoe, _starcoder2
@@ -203,6 +223,31 @@ _READERS: dict[str, Reader] = {
     "ernie4_5_vl_moe": _ernie4_5_vl_moe,
     # DeepSeek-V4 (mla2.py)
     "deepseek_v4": _deepseek_v4,
+    # --- llamalike: decoders with Llama's names and a twist of their own (llamalike.py)
+    "internlm3": _internlm3,
+    "iquestcoder": _head128,
+    "ministral3": _head128,
+    "cwm": _cwm,
+    "helium": _helium,
+    "ernie4_5": _ernie4_5,
+    "seed_oss": _seed_oss,
+    "hyperclovax": _hyperclovax,
+    # OLMo 1 and DiffLlama: Llama's fields; their records name the parameter-free norms and the lambdas
+    "olmo": _llama_config,
+    "diffllama": _llama_config,
+    "vaultgemma": _vaultgemma,
+    "granite_swa": _granite,
+    "granitemoe_swa": _granite,
+    "granitemoeshared": _granite,
+    "flex_olmo": _flex_olmo,
+    "mellum": _mellum,
+    "flint": _flint,
+    "kolibri1": _kolibri1,
+    "cohere2_moe": _cohere2_moe,
+    "sarvam_moe": _sarvam_moe,
+    "mimo_v2_flash": _mimo_v2_flash,
+    "beam": _beam,
+    "lara_mini": _lara_mini,
 }
 
 
