@@ -148,7 +148,7 @@ class InferenceWorkload(_Frozen):
     #: asks for the prompt's logits in any of them
     transformers_version: TransformersVersion = option(
         "5.x",
-        label="transformers version",
+        label="transformers",
         help="The transformers release: before 4.36 generate() held the old and the new key/value tuples together "
         "in every decode step; before 4.45 every attention layer kept its own rotary cos/sin tables and the logits "
         "of the whole prompt; before 5.15 (5.18 for DeepSeek-V3.2 / GLM-5) multi-head latent attention cached the "
