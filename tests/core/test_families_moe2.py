@@ -6,13 +6,11 @@ formulas; the tensor names are the checkpoints' (transformers 5's conversion_map
 
 from __future__ import annotations
 
-import copy
-import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from familyoracle import oracle_config as _config
+from familyoracle import oracle_records as _records
 
 from vramdesk.core.architecture import AttentionKind, ConfigError
 from vramdesk.core.config_readers import normalize
@@ -20,21 +18,6 @@ from vramdesk.core.engines import engine
 from vramdesk.core.facts import model_facts
 from vramdesk.core.inventory import build_inventory
 from vramdesk.core.kv_layers import AttentionSpec, LinearAttentionSpec, kv_layer
-
-ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transformers_families.jsonl"
-
-
-@cache
-def _records() -> dict[str, dict[str, Any]]:
-    out = {}
-    for line in ORACLE.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        out[rec["model_type"]] = rec
-    return out
-
-
-def _config(model_type: str) -> dict[str, Any]:
-    return copy.deepcopy(_records()[model_type]["config"])
 
 
 def _tensors(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:

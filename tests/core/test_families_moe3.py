@@ -7,12 +7,11 @@ at load time)."""
 from __future__ import annotations
 
 import copy
-import json
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
+from familyoracle import oracle_config as _config
+from familyoracle import oracle_records as _records
 
 from vramdesk.core.architecture import ConfigError
 from vramdesk.core.config_readers import normalize
@@ -20,21 +19,6 @@ from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import model_facts
 from vramdesk.core.inventory import build_inventory
 from vramdesk.core.scenario import Scenario
-
-ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transformers_families.jsonl"
-
-
-@cache
-def _records() -> dict[str, dict[str, Any]]:
-    out = {}
-    for line in ORACLE.read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
-        out[rec["model_type"]] = rec
-    return out
-
-
-def _config(model_type: str) -> dict[str, Any]:
-    return copy.deepcopy(_records()[model_type]["config"])
 
 
 def _tensors(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:

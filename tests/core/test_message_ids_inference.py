@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from benchload import ROOT
+from familyoracle import oracle_records
 from i18ncheck import CORE_WHITELIST, english_left, without_id
 
 import vramdesk.core.engines as engines_package
@@ -148,14 +148,7 @@ KEPT = frozenset(
     ]
 )
 #: transformers 5.24's own default config per model type (benchmarks/data/transformers_families.jsonl)
-_ORACLE = {
-    rec["model_type"]: rec["config"]
-    for rec in map(
-        json.loads,
-        (ROOT / "benchmarks" / "data" / "transformers_families.jsonl").read_text(encoding="utf-8").splitlines(),
-    )
-    if "config" in rec
-}
+_ORACLE = {mt: rec["config"] for mt, rec in oracle_records().items() if "config" in rec}
 #: texts of other layers the inference texts pass through as they came (a refusal of quant_config's)
 FOREIGN = ("unsupported quantisation method",)
 

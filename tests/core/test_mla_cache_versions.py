@@ -5,11 +5,10 @@ cache read; the sparse-attention models (DeepSeek-V3.2, GLM-5) from 5.18, Kimi L
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from familyoracle import oracle_records
 
 from vramdesk.core.estimate import estimate
 from vramdesk.core.facts import model_facts
@@ -17,12 +16,7 @@ from vramdesk.core.scenario import Scenario
 from vramdesk.services.catalog import default_catalog
 
 CAT = default_catalog()
-ORACLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "transformers_families.jsonl"
-_DEFAULTS = {
-    rec["model_type"]: rec["config"]
-    for rec in map(json.loads, ORACLE.read_text(encoding="utf-8").splitlines())
-    if "config" in rec
-}
+_DEFAULTS = {mt: rec["config"] for mt, rec in oracle_records().items() if "config" in rec}
 
 
 def _kv_per_token(config: dict[str, Any], version: str, engine: str = "transformers") -> float:
