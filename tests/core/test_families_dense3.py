@@ -53,7 +53,7 @@ def test_doge_is_read_as_itself_and_its_expert_count_means_nothing_without_is_mo
 
 def test_doge_cdmoe_has_single_neuron_experts_and_product_key_router() -> None:
     """Exact: DogeForCausalLM built by transformers 5.24 on the meta device from this config has 105,420,832
-    parameters (94 tensors; /tmp/briefs/hf_tensors.py)."""
+    parameters (94 tensors; transformers 5.24 built on the meta device)."""
     config = {
         **_oracle("doge")["config"],
         "is_moe": True,

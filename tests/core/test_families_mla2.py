@@ -46,7 +46,7 @@ def test_defaults_count_as_transformers_builds_them() -> None:
 
 def test_flash_published_config() -> None:
     # nvidia/DeepSeek-V4-Flash-NVFP4 config.json: compress_ratios with 44 entries (the last the MTP layer's),
-    # num_hash_layers 3. transformers 5.24 builds 284,332,230,231 parameters from it (hf_tensors.py); the model
+    # num_hash_layers 3. transformers 5.24 builds 284,332,230,231 parameters from it (meta device); the model
     # card's "284B total, 13B activated" (deepseek-ai/DeepSeek-V4-Flash) is rounded to 1B, so 0.5 % either way
     facts = model_facts(_corpus("nvidia__DeepSeek-V4-Flash-NVFP4.json"), "nvidia/DeepSeek-V4-Flash-NVFP4")
     assert facts.counts.text == 284_332_230_231 + 40 * 256
