@@ -102,6 +102,7 @@ class InferenceWorkload(_Frozen):
                 "to the GPU",
             ),
         },
+        form={"names": True},
     )
     attention: Attention = option("sdpa", **_ATTENTION)
     batch: int = option(1, ge=1, le=65536, label="&Batch", help="Sequences generated at once", group="inference")

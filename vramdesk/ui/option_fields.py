@@ -100,7 +100,10 @@ class ChoiceField(OptionField):
         values: list[Any] = list(opt.form.get("values") or opt.values)
         if opt.kind == "bool":
             values = [None, True, False] if opt.optional else [True, False]
-        labels = {k: tr(label) for k, (label, _) in opt.choices.items()}
+        # (an option whose form says its choices are "names" (the engines) shows them as written: "transformers"
+        # the engine is not the Chinese of the transformers-version field's label)
+        names = bool(opt.form.get("names"))
+        labels = {k: label if names else tr(label) for k, (label, _) in opt.choices.items()}
         tips = {k: tr(tip) for k, (_, tip) in opt.choices.items() if tip}
         self.combo = combo(values, tr(opt.help), labels, tips)
         super().__init__(opt, self.combo)
