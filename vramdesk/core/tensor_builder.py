@@ -62,3 +62,32 @@ class Builder:
         self.add(f"{prefix}.weight", (width,), "norm", layer, part)
         if with_bias:
             self.add(f"{prefix}.bias", (width,), "norm", layer, part)
+
+
+def vit_blocks(
+    b: Builder,
+    prefix: str,
+    depth: int,
+    hidden: int,
+    inter: int,
+    part: str,
+    *,
+    mlp: tuple[str, ...] = ("fc1", "fc2"),
+    norm_bias: bool = True,
+    qkv_bias: bool = True,
+    proj_bias: bool = True,
+    mlp_bias: bool = True,
+) -> None:
+    """``depth`` vision-transformer blocks under ``prefix``.{i}: norm1 / norm2, a fused ``attn.qkv`` and
+    ``attn.proj``, then the MLP ``mlp`` names (two: up and down; three: gate, up and down), as the Qwen-VL family's
+    towers and their copies name them."""
+    *ins, down = mlp
+    for i in range(depth):
+        p = f"{prefix}.{i}"
+        b.norm(f"{p}.norm1", hidden, None, part, norm_bias)
+        b.norm(f"{p}.norm2", hidden, None, part, norm_bias)
+        b.linear(f"{p}.attn.qkv", 3 * hidden, hidden, "vision", None, part, qkv_bias)
+        b.linear(f"{p}.attn.proj", hidden, hidden, "vision", None, part, proj_bias)
+        for name in ins:
+            b.linear(f"{p}.mlp.{name}", inter, hidden, "vision", None, part, mlp_bias)
+        b.linear(f"{p}.mlp.{down}", hidden, inter, "vision", None, part, mlp_bias)

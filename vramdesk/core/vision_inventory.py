@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 
 from .architecture import VisionSpec
 from .tensor_builder import Builder as _Builder
+from .tensor_builder import vit_blocks
 from .vision_towers_clip import CLIP_TOWERS
 from .vision_towers_dense3 import DENSE3_TOWERS
 from .vision_towers_gemma import gemma4_tower
@@ -16,6 +17,9 @@ from .vision_towers_moe3 import MOE3_TOWERS
 from .vision_towers_own import OWN_TOWERS
 from .vision_towers_vlm2 import VLM2_TOWERS
 from .vision_towers_vlm3 import VLM3_TOWERS
+
+#: a gated MLP's projections
+_GATED = ("gate_proj", "up_proj", "down_proj")
 
 
 def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
@@ -29,14 +33,7 @@ def _qwen3_vl_tower(b: _Builder, v: VisionSpec) -> None:
     b.add("visual.patch_embed.proj.bias", (h,), "bias", None, part)
     if int(d["num_position_embeddings"]):
         b.add("visual.pos_embed.weight", (int(d["num_position_embeddings"]), h), "vision_other", None, part)
-    for i in range(v.depth):
-        p = f"visual.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, part, True)
-        b.norm(f"{p}.norm2", h, None, part, True)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.linear_fc1", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.linear_fc2", h, inter, "vision", None, part, True)
+    vit_blocks(b, "visual.blocks", v.depth, h, inter, part, mlp=("linear_fc1", "linear_fc2"))
     merged = h * merge * merge
     mergers = ["visual.merger"] + [f"visual.deepstack_merger_list.{k}" for k in range(int(d["deepstack"]))]
     for k, m in enumerate(mergers):
@@ -81,15 +78,7 @@ def _qwen2_5_vl_tower(b: _Builder, v: VisionSpec) -> None:
     h, inter = v.hidden, v.intermediate
     ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
     b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, part)
-    for i in range(v.depth):
-        p = f"visual.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, part, False)
-        b.norm(f"{p}.norm2", h, None, part, False)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, part, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.gate_proj", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.up_proj", inter, h, "vision", None, part, True)
-        b.linear(f"{p}.mlp.down_proj", h, inter, "vision", None, part, True)
+    vit_blocks(b, "visual.blocks", v.depth, h, inter, part, mlp=_GATED, norm_bias=False)
     merged = h * merge * merge
     b.norm("visual.merger.ln_q", h, None, part, False)
     b.linear("visual.merger.mlp.0", merged, merged, "vision", None, part, True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .architecture import VisionSpec
-from .tensor_builder import Builder
+from .tensor_builder import Builder, vit_blocks
 
 _PART = "vision"
 
@@ -25,14 +25,7 @@ def ernie4_5_vl_tower(b: Builder, v: VisionSpec) -> None:
     h, inter = v.hidden, v.intermediate
     ch, merge, frames = int(d["in_channels"]), int(d["spatial_merge_size"]), int(d["temporal_merge_size"])
     b.add("vision_model.patch_embed.proj.weight", (h, ch * v.patch_size * v.patch_size), "vision_other", None, _PART)
-    for i in range(v.depth):
-        p = f"vision_model.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, _PART, True)
-        b.norm(f"{p}.norm2", h, None, _PART, True)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, _PART, True)
+    vit_blocks(b, "vision_model.blocks", v.depth, h, inter, _PART)
     b.norm("vision_model.ln", h, None, _PART, True)
     r, merged = "model.resampler_model", h * merge * merge
     for name, width_in in (("spatial_linear", merged), ("temporal_linear", merged * frames)):

@@ -9,7 +9,7 @@ text model that decoding does not run. Registered in :data:`vramdesk.core.vision
 from __future__ import annotations
 
 from .architecture import VisionSpec
-from .tensor_builder import Builder
+from .tensor_builder import Builder, vit_blocks
 
 _PART = "vision"
 
@@ -74,14 +74,7 @@ def qwen3_omni_towers(b: Builder, v: VisionSpec) -> None:
     b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, _PART)
     b.add("visual.patch_embed.proj.bias", (h,), "bias", None, _PART)
     b.add("visual.pos_embed.weight", (int(d["num_position_embeddings"]), h), "vision_other", None, _PART)
-    for i in range(v.depth):
-        p = f"visual.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, _PART, True)
-        b.norm(f"{p}.norm2", h, None, _PART, True)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.linear_fc1", inter, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.linear_fc2", h, inter, "vision", None, _PART, True)
+    vit_blocks(b, "visual.blocks", v.depth, h, inter, _PART, mlp=("linear_fc1", "linear_fc2"))
     merged = h * merge * merge
     mergers = ["visual.merger"] + [f"visual.merger_list.{k}" for k in range(int(d["deepstack"]))]
     for k, m in enumerate(mergers):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .architecture import VisionSpec
-from .tensor_builder import Builder
+from .tensor_builder import Builder, vit_blocks
 from .vision_towers_omni import qwen2_5_omni_towers, qwen3_omni_towers
 
 _PART = "vision"
@@ -27,14 +27,7 @@ def qwen2_vl_tower(b: Builder, v: VisionSpec) -> None:
     h, inter = v.hidden, v.intermediate
     ch, tp, merge = int(d["in_channels"]), int(d["temporal_patch_size"]), int(d["spatial_merge_size"])
     b.add("visual.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, _PART)
-    for i in range(v.depth):
-        p = f"visual.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, _PART, True)
-        b.norm(f"{p}.norm2", h, None, _PART, True)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.fc1", inter, h, "vision", None, _PART, True)
-        b.linear(f"{p}.mlp.fc2", h, inter, "vision", None, _PART, True)
+    vit_blocks(b, "visual.blocks", v.depth, h, inter, _PART)
     merged = h * merge * merge
     b.norm("visual.merger.ln_q", h, None, _PART, True)
     b.linear("visual.merger.mlp.0", merged, merged, "vision", None, _PART, True)
@@ -58,15 +51,19 @@ def glm4v_tower(b: Builder, v: VisionSpec) -> None:
     b.add(f"{pre}.embeddings.position_embedding.weight", (n_pos, h), "vision_other", None, _PART)
     b.add(f"{pre}.patch_embed.proj.weight", (h, ch, tp, v.patch_size, v.patch_size), "vision_other", None, _PART)
     b.add(f"{pre}.patch_embed.proj.bias", (h,), "bias", None, _PART)
-    for i in range(v.depth):
-        p = f"{pre}.blocks.{i}"
-        b.norm(f"{p}.norm1", h, None, _PART, False)
-        b.norm(f"{p}.norm2", h, None, _PART, False)
-        b.linear(f"{p}.attn.qkv", 3 * h, h, "vision", None, _PART, qkv_bias)
-        b.linear(f"{p}.attn.proj", h, h, "vision", None, _PART)
-        b.linear(f"{p}.mlp.gate_proj", out, h, "vision", None, _PART)
-        b.linear(f"{p}.mlp.up_proj", out, h, "vision", None, _PART)
-        b.linear(f"{p}.mlp.down_proj", h, out, "vision", None, _PART)
+    vit_blocks(
+        b,
+        f"{pre}.blocks",
+        v.depth,
+        h,
+        out,
+        _PART,
+        mlp=("gate_proj", "up_proj", "down_proj"),
+        norm_bias=False,
+        qkv_bias=qkv_bias,
+        proj_bias=False,
+        mlp_bias=False,
+    )
     b.norm(f"{pre}.post_conv_layernorm", h, None, _PART, False)
     b.norm(f"{pre}.post_layernorm", h, None, _PART, False)
     b.add(f"{pre}.downsample.weight", (out, h, merge, merge), "vision_other", None, _PART)
