@@ -38,7 +38,7 @@ from .dense2 import (
     _stablelm,
     _xglm,
 )
-from .dense3 import _apertus1p5, _doge, _nanochat, generic_config
+from .dense3 import _apertus1p5, _doge, _nanochat
 from .fields import _Cfg, _finite, _inherited, _model_type, _nested_defaults, _text_and_outer
 from .frontier import _minimax_m2, _nemotron_nas, _olmo3, _phimoe
 from .gemma4 import _gemma4
@@ -84,7 +84,7 @@ from .ownvlm import (
 from .recurrent import _kimi_linear, _lfm2
 from .ssm import _bamba, _falcon_h1, _granitemoehybrid, _jamba, _mamba, _mamba2
 from .ssm2 import _zamba, _zamba2
-from .unknown import from_headers
+from .unknown import from_headers, generic_config
 from .vlm2 import _cohere2_vision, _idefics2, _lfm2_vl, _shieldgemma2
 from .vlm3 import _deepseek_vl, _deepseek_vl_hybrid, _janus
 

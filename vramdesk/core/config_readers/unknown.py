@@ -77,6 +77,36 @@ BAD_WIDTH = Message(
 _TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k", "top_k")
 
 
+#: the expert counts the Llama-like reader reads (``decoders._moe_llama_like``)
+_EXPERT_COUNTS = ("num_local_experts", "num_experts", "n_routed_experts")
+#: above this many experts a config without a width of the experts' own is refused by the generic path: it would
+#: give each expert the dense intermediate_size (the largest published MoE, DeepSeek-V3 / Kimi K2, has 384 experts;
+#: Doge's single-neuron CDMoE 16384)
+GENERIC_MAX_UNSIZED_EXPERTS = 1024
+
+GENERIC_EXPERTS_UNSIZED = Message(
+    "config.generic.experts_unsized",
+    "{model_type}: {key} is {experts} but the config has no moe_intermediate_size: the generic decoder path would "
+    "make every expert intermediate_size ({inter}) wide; set moe_intermediate_size, or is_moe false for a dense model",
+)
+
+
+def generic_config(c: _Cfg) -> _Cfg:
+    """The config the generic Llama-style path reads for a model type no family claims (the guard against a config
+    whose expert fields it would misread: Doge's ``"is_moe": false`` beside ``"num_experts": 16384``): without its
+    expert counts when it says ``"is_moe": false``; refused (:data:`GENERIC_EXPERTS_UNSIZED`) when it has more than
+    :data:`GENERIC_MAX_UNSIZED_EXPERTS` experts and no ``moe_intermediate_size``."""
+    if c.get("is_moe") is False:
+        return _Cfg({k: v for k, v in c.d.items() if k not in _EXPERT_COUNTS}, c.model_type)
+    key = next((k for k in _EXPERT_COUNTS if c.get(k)), None)
+    if key is not None and not c.has("moe_intermediate_size"):
+        experts = c.int(key)
+        if experts > GENERIC_MAX_UNSIZED_EXPERTS:
+            inter = c.get("intermediate_size")
+            raise ConfigError(GENERIC_EXPERTS_UNSIZED(model_type=c.model_type, key=key, experts=experts, inter=inter))
+    return c
+
+
 def _other_dim(shape: tuple[int, ...], hidden: int) -> int:
     """The width of a matrix that is not the model's (an (out, in) matrix or GPT-2's transposed Conv1D; the last
     two dimensions of a stacked expert tensor)."""
