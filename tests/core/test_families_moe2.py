@@ -124,7 +124,7 @@ def test_mlp_layer_types_must_say_dense_or_sparse() -> None:
 def test_minimax_lightning_layers_hold_a_head_dim_square_state_per_head() -> None:
     arch = normalize(_config("minimax"))
     lightning = [s for s in arch.layers if s.attention == AttentionKind.LINEAR]
-    assert len(lightning) == 16 and all(s.lightning is not None for s in lightning)
+    assert len(lightning) == 16 and all(s.state is not None and s.state.kind == "lightning" for s in lightning)
     names = _tensors(_config("minimax"))
     assert names["model.layers.1.self_attn.qkv_proj.weight"] == (3 * 4096, 4096)
     assert names["model.layers.1.self_attn.output_gate.weight"] == (4096, 4096)

@@ -180,32 +180,6 @@ class MoeSpec(_Frozen):
     latent: int = 0
 
 
-class LightningAttnSpec(_Frozen):
-    """MiniMax-Text-01's lightning attention (transformers' ``MiniMaxLightningAttention``, vLLM's
-    ``MiniMaxText01LinearAttention``): a linear attention whose only state is each head's K^T V, a head_dim x head_dim
-    matrix decayed per head; no conv window. transformers' ``MiniMaxCache.linear_cache`` holds it as (batch, heads,
-    head_dim, head_dim) in the values' dtype; vLLM's ``MambaStateShapeCalculator.linear_attention_state_shape`` as
-    (heads / tp, head_dim, head_dim) in ``mamba_cache_dtype`` ("auto": the model's dtype)."""
-
-    num_heads: int
-    head_dim: int
-    #: the depthwise conv window the engines' rules read (none here)
-    conv_kernel: int = 1
-    conv_dim: int = 0
-
-    @property
-    def recurrent_elements(self) -> int:
-        return self.num_heads * self.head_dim * self.head_dim
-
-    def state_element_bytes(self, compute_bytes: int) -> int:
-        """vLLM: ``linear_attention_state_dtype`` = the model's dtype under the default ``mamba_cache_dtype``."""
-        return compute_bytes
-
-    def transformers_state_element_bytes(self, compute_bytes: int) -> int:
-        """transformers: the K^T V matrix is made in the dtype of the value states."""
-        return compute_bytes
-
-
 class MoaSpec(_Frozen):
     """JetMoE's mixture of attention heads (transformers' ``JetMoeMoA``): ``num_experts`` query / output projection
     pairs, ``top_k`` routed a token, each expert's queries attending over the layer's one shared K and V
@@ -354,15 +328,13 @@ class LayerSpec(_Frozen):
     mlp: str = "dense"
     intermediate: int = 0
     moe: MoeSpec | None = None
-    #: MiniMax-Text-01's lightning attention in place of softmax attention (``attention`` is LINEAR)
-    lightning: LightningAttnSpec | None = None
     #: rows of a separate sigmoid gate on the attention output, a projection of the layer's input (Laguna's g_proj:
     #: one per head; AFMoE's gate_proj: one per query element); 0: none
     attn_gate: int = 0
     #: JetMoE's attention experts in place of q_proj / o_proj
     moa: MoaSpec | None = None
     #: a constant-state mixer of another kind in place of attention (``attention`` is LINEAR): LFM2's short
-    #: convolution, Kimi Delta Attention
+    #: convolution, Kimi Delta Attention, MiniMax-Text-01's lightning attention
     state: StateSpec | None = None
     #: a Mamba-1 mixer in place of attention (``attention`` LINEAR), or beside it (``attention`` FULL: a Zamba
     #: hybrid layer's shared attention block)

@@ -19,7 +19,7 @@ from .inventory_dense2 import EXTRAS as _DENSE2_EXTRAS
 from .inventory_dense3 import DENSE3_EXTRAS
 from .inventory_gemma4 import gemma_layer_extras, gemma_model_extras
 from .inventory_mla2 import compressed_attention
-from .inventory_moe2 import lightning_attention, moa_attention
+from .inventory_moe2 import moa_attention
 from .inventory_moe3 import vision_experts
 from .inventory_ownvlm import attention_indexer
 from .inventory_recurrent import state_mixer
@@ -63,9 +63,6 @@ def _attention(b: _Builder, arch: Architecture, fam: Family, spec: LayerSpec, p:
         # a Falcon-H1 layer runs attention beside its Mamba-2 mixer
     if spec.state is not None:
         state_mixer(b, arch, fam, spec, f"{p}.{fam.state_mixer}", part)
-        return
-    if spec.lightning is not None:
-        lightning_attention(b, arch, fam, spec, p, part)
         return
     if spec.moa is not None:
         moa_attention(b, arch, fam, spec, p, part)

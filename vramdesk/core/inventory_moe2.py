@@ -1,24 +1,12 @@
-"""Tensors of attention modules of MoE families that are not Llama's: MiniMax-Text-01's lightning attention
-(transformers' ``MiniMaxLightningAttention``) and JetMoE's mixture of attention heads (``JetMoeAttention``), which
-:func:`.inventory.build_inventory` names through :func:`lightning_attention` and :func:`moa_attention`."""
+"""Tensors of attention modules of MoE families that are not Llama's: JetMoE's mixture of attention heads
+(``JetMoeAttention``), which :func:`.inventory.build_inventory` names through :func:`moa_attention` (MiniMax-Text-01's
+lightning attention is a constant-state mixer: :mod:`.inventory_recurrent`)."""
 
 from __future__ import annotations
 
 from .architecture import Architecture, LayerSpec
 from .families import Family
 from .tensor_builder import Builder
-
-
-def lightning_attention(b: Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:
-    """q, k and v in one qkv_proj (heads x 3 x head_dim rows), out_proj, the sigmoid output_gate over all heads'
-    width and the RMSNorm ``norm`` over that width; no biases."""
-    assert spec.lightning is not None
-    width = spec.lightning.num_heads * spec.lightning.head_dim
-    h, i, a = arch.hidden, spec.index, f"{p}.{fam.attn}"
-    b.norm(f"{a}.norm", width, i, part, False)
-    b.linear(f"{a}.qkv_proj", 3 * width, h, "linear_attn", i, part)
-    b.linear(f"{a}.out_proj", h, width, "linear_attn", i, part)
-    b.linear(f"{a}.output_gate", width, h, "linear_attn", i, part)
 
 
 def moa_attention(b: Builder, arch: Architecture, fam: Family, spec: LayerSpec, p: str, part: str) -> None:

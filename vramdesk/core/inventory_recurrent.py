@@ -44,10 +44,21 @@ def _kda(b: _Builder, arch: Architecture, s: StateSpec, a: str, i: int, part: st
     b.linear(f"{a}.o_proj", h, w, "linear_attn", i, part)
 
 
+def _lightning(b: _Builder, arch: Architecture, s: StateSpec, a: str, i: int, part: str) -> None:
+    """MiniMaxLightningAttention: q, k and v in one qkv_proj (heads x 3 x head_dim rows), out_proj, the sigmoid
+    output_gate over all heads' width and the RMSNorm ``norm`` over that width; no biases."""
+    h, w = arch.hidden, s.width
+    b.norm(f"{a}.norm", w, i, part, False)
+    b.linear(f"{a}.qkv_proj", 3 * w, h, "linear_attn", i, part)
+    b.linear(f"{a}.out_proj", h, w, "linear_attn", i, part)
+    b.linear(f"{a}.output_gate", w, h, "linear_attn", i, part)
+
+
 #: StateSpec.kind -> the builder of its mixer's tensors (under the layer's ``Family.state_mixer`` prefix)
 MIXERS: Mapping[str, Callable[[_Builder, Architecture, StateSpec, str, int, str], None]] = {
     "short_conv": _short_conv,
     "kda": _kda,
+    "lightning": _lightning,
 }
 
 

@@ -248,11 +248,11 @@ _ATTENTION_SPECS: dict[AttentionKind, type[AttentionSpec]] = {
 
 
 def kv_layer(layer: LayerSpec) -> KvLayerSpec:
-    """The KV class of one decoder layer (the architecture sets ``linear``, ``mamba``, ``mamba1``, ``state`` or
-    ``lightning`` on linear-attention layers, and a Mamba mixer on the full-attention layers that run one beside
+    """The KV class of one decoder layer (the architecture sets ``linear``, ``mamba``, ``mamba1`` or ``state`` on
+    linear-attention layers, and a Mamba mixer on the full-attention layers that run one beside
     attention)."""
     kind = layer.attention
-    mixers = (layer.linear, layer.mamba, layer.mamba1, layer.state, layer.lightning)
+    mixers = (layer.linear, layer.mamba, layer.mamba1, layer.state)
     state = next((s for s in mixers if s is not None), None)
     if layer.kv_shared:
         # Gemma 3n / 4 layers reading an earlier layer's K and V: transformers gives them a "dummy" cache layer

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..architecture import Architecture, AttentionKind, ConfigError, LayerSpec, LightningAttnSpec, MoaSpec, MoeSpec
+from ..architecture import Architecture, AttentionKind, ConfigError, LayerSpec, MoaSpec, MoeSpec, StateSpec
 from ..families import Family
 from ..messages import Message
 from .decoders import NO_SLIDING_WINDOW, TOP_K_ABOVE_EXPERTS
@@ -290,6 +290,24 @@ def _minimax_layer_types(c: _Cfg, n_layers: int) -> tuple[_Cfg, str]:
     return _Cfg({**c.d, "layer_types": types}, c.model_type), src
 
 
+def _lightning(heads: int, head_dim: int) -> StateSpec:
+    """MiniMax-Text-01's lightning attention (transformers' ``MiniMaxLightningAttention``, vLLM's
+    ``MiniMaxText01LinearAttention``) as a constant-state mixer: each head's K^T V, a head_dim x head_dim matrix
+    decayed per head, and no conv window. transformers' ``MiniMaxCache.linear_cache`` holds it in the values' dtype;
+    vLLM's ``linear_attention_state_shape`` in ``mamba_cache_dtype`` ("auto": the model's dtype)."""
+    width = heads * head_dim
+    return StateSpec(
+        kind="lightning",
+        conv_kernel=1,
+        conv_dim=0,
+        recurrent_elements=heads * head_dim * head_dim,
+        heads=heads,
+        head_dim=head_dim,
+        width=width,
+        state_dtype=None,
+    )
+
+
 def _minimax(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Architecture:
     """MiniMax-Text-01: Mixtral's experts (``num_local_experts`` of ``intermediate_size``) on every layer; softmax
     layers with GQA, lightning layers (``linear_attention``) with ``num_attention_heads`` heads of K^T V state;
@@ -305,7 +323,7 @@ def _minimax(c: _Cfg, outer: Mapping[str, Any], base: str, fam: Family) -> Archi
         raise ConfigError(TOP_K_ABOVE_EXPERTS(model_type=c.model_type, top_k=moe.top_k, experts=moe.num_experts))
     arch = _decoder(cfg, outer, fam, moe, [True] * n_layers, sources={"attention kinds": src})
     layers = tuple(
-        spec.model_copy(update={"lightning": LightningAttnSpec(num_heads=spec.n_heads, head_dim=spec.head_dim)})
+        spec.model_copy(update={"state": _lightning(spec.n_heads, spec.head_dim)})
         if spec.attention == AttentionKind.LINEAR
         else spec
         for spec in arch.layers

@@ -209,8 +209,8 @@ def _attention_transient(
         m = layer.mamba
         b = n * (m.in_proj_width + 2 * m.intermediate + 2 * h) * c
         return b, MAMBA2.later(in_proj=m.in_proj_width, intermediate=m.intermediate, hidden=h, c=c)
-    if layer.state is not None:
-        return state_mixer_transient(layer.state, n, h, c)
+    if layer.state is not None and (mixer := state_mixer_transient(layer.state, n, h, c)) is not None:
+        return mixer
     if layer.mamba1 is not None:
         # mamba_inner_fn: in_proj's x | z, the conv output, dt widened by dt_proj and the scan output (intermediate
         # each), out_proj's output and the residual
@@ -249,7 +249,6 @@ def _distinct_layers(arch: Architecture) -> tuple[LayerSpec, ...]:
             layer.mamba,
             layer.mamba1,
             layer.state,
-            layer.lightning,
         )
         if key not in seen:
             seen.add(key)

@@ -18,9 +18,13 @@ KDA = Message(
 )
 
 
-def state_mixer_transient(state: StateSpec, n: int, hidden: int, c: int) -> tuple[int, Explanation]:
-    """Bytes one layer's mixer holds for ``n`` tokens at ``c`` bytes an element, with the words that say so."""
+def state_mixer_transient(state: StateSpec, n: int, hidden: int, c: int) -> tuple[int, Explanation] | None:
+    """Bytes one layer's mixer holds for ``n`` tokens at ``c`` bytes an element, with the words that say so; None
+    for a mixer whose forward holds what softmax attention's does (lightning attention's q, k, v and output: the
+    attention rule prices it)."""
     w = state.width
+    if state.kind == "lightning":
+        return None
     if state.kind == "kda":
         # KimiLinearDeltaAttention: q, k, v concatenated, their causal conv, the forget gate and output gate at the
         # full width, then chunk_kimi_delta_attention casts q, k, v and g to fp32
